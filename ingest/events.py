@@ -1,0 +1,67 @@
+"""The normalized event: what the store keeps for one statement or connection event.
+
+Pure Python: the session tracker builds these from parser records, the classifier
+fills in what the statement does, and the store writer copies them to PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(slots=True)
+class SessionInfo:
+    """What we know of one connection (one session) of one server boot."""
+
+    key: str
+    server: str
+    boot: str
+    connection_id: int | None
+    user: str | None = None
+    host: str | None = None
+    ip: str | None = None
+    database: str | None = None
+    started_at: datetime | None = None  # time of its Connect, when the log has it
+    ended_at: datetime | None = None  # time of its Quit
+    attributed: bool = False  # True once a Connect (or equivalent) told us who it is
+
+
+@dataclass(slots=True)
+class Event:
+    occurred_at: datetime | None  # aware, UTC; None when the log never said when
+    server: str
+    session: SessionInfo  # the connection this event belongs to (its key: server/boot/id)
+    connection_id: int | None
+    user: str | None
+    host: str | None
+    ip: str | None
+    database: str | None  # the current schema when the statement ran
+    command: str
+    sql: str  # searchable text: decoded, NUL bytes removed (the raw bytes keep them)
+    raw: bytes
+    line: int
+    offset: int
+    statement_type: str = ""
+    tables: tuple[str, ...] = ()
+    destructive: bool = False
+    flags: set[str] = field(default_factory=set)
+    fingerprint: str = ""
+    rows_affected: int | None = None
+    status: str | None = None
+
+    def record_hash(self) -> bytes:
+        """The identity of this record for de-duplication.
+
+        Built from the server, the time, the byte offset and the raw bytes: the same
+        file ingested twice (or a rotated or gzipped copy of it) yields the same
+        hashes, while identical statements at other offsets stay distinct.
+        """
+        h = hashlib.blake2b(digest_size=16)
+        h.update(self.server.encode("utf-8", "surrogateescape"))
+        h.update(b"\x00")
+        h.update((self.occurred_at.isoformat() if self.occurred_at else "-").encode())
+        h.update(b"\x00%d\x00" % self.offset)
+        h.update(self.raw)
+        return h.digest()

@@ -1,0 +1,197 @@
+"""Where ingested logs and their events live.
+
+Source -> SourceFile -> IngestRun -> ParseProblem describe what was read and how;
+Session and Event hold what the logs say. Event is a time-partitioned table
+(see migration 0002): Django sees it as an ordinary model.
+"""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import BrinIndex
+from django.db import models
+
+
+class Source(models.Model):
+    """Something AuditWeb reads from: a file path or glob, a table, or an upload."""
+
+    class Kind(models.TextChoices):
+        FILE = "file"
+        MYSQL_TABLE = "mysql-table", "mysql.general_log table"
+        UPLOAD = "upload"
+
+    class Format(models.TextChoices):
+        AUTO = "auto"
+        GENERAL_LOG = "general-log", "General query log"
+        GENERAL_LOG_CSV = "general-log-csv", "general_log.CSV"
+        MARIADB_AUDIT = "mariadb-audit", "MariaDB server_audit"
+        JSON_AUDIT = "json-audit", "JSON audit log"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FILE)
+    path = models.CharField(max_length=1000, blank=True)
+    dsn = models.CharField(max_length=1000, blank=True)
+    format = models.CharField(max_length=20, choices=Format.choices, default=Format.AUTO)
+    server = models.CharField(max_length=200, help_text="Label of the database server the log belongs to")
+    timezone = models.CharField(max_length=64, default="UTC", help_text="Zone of timestamps the log prints without one")
+    interval_seconds = models.PositiveIntegerField(default=60)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SourceFile(models.Model):
+    """One file as it was read: identity, size and hashes, kept as evidence."""
+
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="files")
+    path = models.CharField(max_length=1000)
+    compressed = models.BooleanField(default=False)
+    size = models.BigIntegerField(help_text="Bytes on disk when last read")
+    # SHA-256 of the first 64 KiB (decompressed): recognises the same file under another name.
+    head_sha256 = models.CharField(max_length=64)
+    # SHA-256 of every decompressed byte read so far: final once the file has been read to its end.
+    sha256 = models.CharField(max_length=64, blank=True)
+    bytes_read = models.BigIntegerField(default=0)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    last_read_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source", "path", "head_sha256"], name="sourcefile_identity"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class IngestRun(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="runs")
+    source_file = models.ForeignKey(SourceFile, on_delete=models.SET_NULL, null=True, related_name="runs")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True)
+    bytes_read = models.BigIntegerField(default=0)
+    bytes_total = models.BigIntegerField(default=0)
+    events_seen = models.BigIntegerField(default=0)
+    events_stored = models.BigIntegerField(default=0)
+    problems = models.IntegerField(default=0)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["source", "-started_at"], name="run_history")]  # runs of a source
+
+    @property
+    def seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class ParseProblem(models.Model):
+    """Bytes that could not be read as a record: kept with their position, never dropped."""
+
+    run = models.ForeignKey(IngestRun, on_delete=models.CASCADE, related_name="problem_set")
+    source_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="problems")
+    line = models.BigIntegerField()
+    offset = models.BigIntegerField()
+    reason = models.CharField(max_length=500)
+    excerpt = models.BinaryField()  # at most records.PROBLEM_EXCERPT_BYTES
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source_file", "offset"], name="problem_once_per_position"),
+        ]
+
+    @property
+    def excerpt_text(self) -> str:
+        return bytes(self.excerpt).decode("utf-8", "replace")
+
+
+class Session(models.Model):
+    """One connection of one server boot: (server, boot, connection id)."""
+
+    key = models.CharField(max_length=400, unique=True)  # "server/boot/connection id"
+    server = models.CharField(max_length=200)
+    boot = models.CharField(max_length=64)
+    connection_id = models.BigIntegerField(null=True)
+    user = models.CharField(max_length=200, null=True)
+    host = models.CharField(max_length=300, null=True)
+    ip = models.CharField(max_length=64, null=True)
+    database = models.CharField(max_length=200, null=True, help_text="Database when the session began")
+    started_at = models.DateTimeField(null=True)
+    ended_at = models.DateTimeField(null=True)
+    attributed = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["server", "connection_id"], name="session_by_connection")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class Event(models.Model):
+    """One statement or connection event, normalized. Partitioned by month of occurred_at.
+
+    The table's primary key is (id, occurred_at), as PostgreSQL requires of a
+    partitioned table; ids come from one sequence, so `id` alone is unique too.
+    Foreign keys are not enforced by the database (db_constraint=False): COPY
+    would check each row, and the store writer creates the rows they point to first.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    occurred_at = models.DateTimeField(null=True)  # NULL: the log never said when (default partition)
+    server = models.CharField(max_length=200)
+    session = models.ForeignKey(Session, on_delete=models.DO_NOTHING, db_constraint=False, related_name="events")
+    connection_id = models.BigIntegerField(null=True)
+    user = models.CharField(max_length=200, null=True)
+    host = models.CharField(max_length=300, null=True)
+    ip = models.CharField(max_length=64, null=True)
+    database = models.CharField(max_length=200, null=True)
+    command = models.CharField(max_length=40)
+    statement_type = models.CharField(max_length=60, blank=True)
+    tables = ArrayField(models.CharField(max_length=400), default=list)
+    destructive = models.BooleanField(default=False)
+    flags = ArrayField(models.CharField(max_length=40), default=list)
+    sql = models.TextField(blank=True)
+    fingerprint = models.TextField(blank=True)
+    rows_affected = models.BigIntegerField(null=True)
+    status = models.CharField(max_length=40, null=True)
+    raw = models.BinaryField()
+    source_file = models.ForeignKey(SourceFile, on_delete=models.DO_NOTHING, db_constraint=False)
+    line = models.BigIntegerField()
+    byte_offset = models.BigIntegerField()
+    record_hash = models.BinaryField(max_length=16)
+    ingest_run = models.ForeignKey(IngestRun, on_delete=models.DO_NOTHING, db_constraint=False, null=True)
+
+    class Meta:
+        # The indexes are created by migration 0002 on the partitioned table; they are
+        # listed here so that Django's state matches the database.
+        indexes = [
+            # Time range scans over everything: BRIN is tiny and costs ingestion almost nothing.
+            BrinIndex(fields=["occurred_at"], name="event_time_brin"),
+            # "Destructive events, newest first" and every question narrowed to them.
+            models.Index(
+                fields=["-occurred_at"], name="event_destructive_time", condition=models.Q(destructive=True)
+            ),
+            # The session page and the statements around an event.
+            models.Index(fields=["session", "occurred_at"], name="event_session_time"),
+        ]
+        constraints = [
+            # Ingesting the same bytes twice stores nothing new (PostgreSQL requires the
+            # partition key in a unique constraint of a partitioned table).
+            models.UniqueConstraint(fields=["record_hash", "occurred_at"], name="event_record_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.occurred_at} {self.user}@{self.host} {self.statement_type or self.command}"
+
+    @property
+    def raw_text(self) -> str:
+        return bytes(self.raw).decode("utf-8", "backslashreplace")

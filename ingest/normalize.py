@@ -1,0 +1,241 @@
+"""Session tracking and classification: parser records in, normalized events out.
+
+Pure Python (no Django), so every rule here is testable on bytes alone:
+
+    parse_general_log(lines) -> SessionTracker(...).process(items) -> classify_events(events)
+
+The tracker is the only stateful stage. Its state (the open connections of the
+current server boot) is a plain dict, so a checkpoint can save and restore it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from ingest.events import Event, SessionInfo
+from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
+from ingest.sql import classify, use_database
+
+# Commands whose argument is a statement the server ran (or prepared).
+STATEMENT_COMMANDS = frozenset({"Query", "Execute", "Prepare"})
+
+
+def _boot_stamp(when: datetime | None) -> str:
+    return when.strftime("%Y%m%dT%H%M%SZ") if when else "unknown"
+
+
+def decode_sql(argument: bytes) -> str:
+    """Searchable text of a statement. PostgreSQL text cannot hold NUL; raw keeps it."""
+    return argument.decode("utf-8", "replace").replace("\x00", "")
+
+
+class SessionTracker:
+    """Attributes each record to its connection: user, host and current database.
+
+    A session is (server, boot, connection id). The user and host come from the
+    connection's Connect (or Change user) record; the current database from
+    Connect, Init DB and USE. A connection whose Connect is not in the log is
+    `unattributed`: we never guess who it was.
+    """
+
+    def __init__(self, server: str, tz: tzinfo = UTC) -> None:
+        self.server = server
+        self.tz = tz  # zone of naive (server local) timestamps
+        self.boot: str | None = None  # label of the current boot, set at its first record
+        self.boot_is_restart = False  # whether the current boot began with a banner we saw
+        self.connections: dict[int | None, SessionInfo] = {}
+        self.last_time: datetime | None = None
+
+    # -- checkpoint support -------------------------------------------------
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "boot": self.boot,
+            "boot_is_restart": self.boot_is_restart,
+            "last_time": self.last_time.isoformat() if self.last_time else None,
+            "connections": [
+                {
+                    "key": s.key,
+                    "boot": s.boot,
+                    "connection_id": s.connection_id,
+                    "user": s.user,
+                    "host": s.host,
+                    "ip": s.ip,
+                    "database": s.database,
+                    "started_at": s.started_at.isoformat() if s.started_at else None,
+                    "attributed": s.attributed,
+                }
+                for s in self.connections.values()
+            ],
+        }
+
+    @classmethod
+    def from_state(cls, server: str, tz: tzinfo, state: dict[str, Any]) -> SessionTracker:
+        tracker = cls(server, tz)
+        tracker.boot = state["boot"]
+        tracker.boot_is_restart = state["boot_is_restart"]
+        tracker.last_time = datetime.fromisoformat(state["last_time"]) if state["last_time"] else None
+        for c in state["connections"]:
+            started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
+            tracker.connections[c["connection_id"]] = SessionInfo(
+                key=c["key"],
+                server=server,
+                boot=c["boot"],
+                connection_id=c["connection_id"],
+                user=c["user"],
+                host=c["host"],
+                ip=c["ip"],
+                database=c["database"],
+                started_at=started,
+                attributed=c["attributed"],
+            )
+        return tracker
+
+    # -- the stage -----------------------------------------------------------
+
+    def _utc(self, when: datetime | None) -> datetime | None:
+        if when is None:
+            return self.last_time
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=self.tz)
+        when = when.astimezone(UTC)
+        self.last_time = when
+        return when
+
+    def _session(self, connection_id: int | None, when: datetime | None) -> SessionInfo:
+        if self.boot is None:
+            # The boot the log began in: we know only that it was running by then.
+            self.boot = "before-" + _boot_stamp(when)
+        session = self.connections.get(connection_id)
+        if session is None:
+            session = SessionInfo(
+                key=f"{self.server}/{self.boot}/{connection_id if connection_id is not None else '-'}",
+                server=self.server,
+                boot=self.boot,
+                connection_id=connection_id,
+            )
+            self.connections[connection_id] = session
+        return session
+
+    def process(self, items: Iterable[Item]) -> Iterator[Event | Problem]:
+        """Turn parser items into events, in log order.
+
+        1. A server start banner ends every open connection: thread ids start over.
+           The new boot is named by the time of its first record.
+        2. Connect and Change user (re)define who the connection is.
+        3. Init DB and USE change the current database *after* their own event.
+        """
+        banner: ServerStart | None = None
+        for item in items:
+            if isinstance(item, Problem):
+                yield item
+                continue
+            if isinstance(item, ServerStart):
+                self.connections.clear()
+                self.boot = None
+                self.boot_is_restart = True
+                banner = item
+                continue
+            when = self._utc(item.occurred_at)
+            if banner is not None:
+                # The boot's label is the time of its first record; the banner itself
+                # carries no time, so it is stored at that time, flagged as approximate.
+                self.boot = _boot_stamp(when)
+                yield self._start_event(banner, when)
+                banner = None
+            yield self._event(item, when)
+        if banner is not None:
+            if self.boot is None:
+                self.boot = _boot_stamp(self.last_time)
+            yield self._start_event(banner, self.last_time)
+
+    def _start_event(self, banner: ServerStart, when: datetime | None) -> Event:
+        session = self._session(None, when)
+        return Event(
+            occurred_at=when,
+            server=self.server,
+            session=session,
+            connection_id=None,
+            user=None,
+            host=None,
+            ip=None,
+            database=None,
+            command="Server start",
+            sql=banner.version,
+            raw=banner.raw,
+            line=banner.line,
+            offset=banner.offset,
+            flags={"time_approximate"},
+        )
+
+    def _event(self, record: LogRecord, when: datetime | None) -> Event:
+        command = record.command
+        if command == "Connect":
+            # A Connect begins a new connection under this id, whatever came before.
+            self.connections.pop(record.connection_id, None)
+        session = self._session(record.connection_id, when)
+        flags: set[str] = set()
+        if command in ("Connect", "Change user") and record.user is not None:
+            session.user, session.host, session.ip = record.user, record.host, record.ip
+            session.database = record.database or None
+            session.attributed = True
+            if command == "Connect":
+                session.started_at = when
+        elif record.user is not None and not session.attributed:
+            # Formats that name the account on every record (tables, audit logs).
+            session.user, session.host, session.ip = record.user, record.host, record.ip
+            session.attributed = True
+        if not session.attributed:
+            flags.add("unattributed")
+        if record.status == "denied":
+            flags.add("failed")
+        if when is None:
+            flags.add("time_unknown")
+        event = Event(
+            occurred_at=when,
+            server=self.server,
+            session=session,
+            connection_id=record.connection_id,
+            user=session.user,
+            host=session.host,
+            ip=session.ip,
+            database=record.database if record.database is not None else session.database,
+            command=command,
+            sql=decode_sql(record.argument),
+            raw=record.raw,
+            line=record.line,
+            offset=record.offset,
+            flags=flags,
+            rows_affected=record.rows_affected,
+            status=record.status,
+        )
+        if command == "Init DB":
+            session.database = event.sql.strip() or None
+        elif command == "Query":
+            new_db = use_database(event.sql)
+            if new_db:
+                session.database = new_db
+        elif command == "Quit":
+            session.ended_at = when
+        return event
+
+
+def classify_events(items: Iterable[Event | Problem]) -> Iterator[Event | Problem]:
+    """Fill in statement type, tables, destructive and flags from the SQL."""
+    for item in items:
+        if isinstance(item, Event) and item.command in STATEMENT_COMMANDS:
+            c = classify(item.sql, item.database)
+            item.statement_type = c.statement_type
+            item.tables = c.tables
+            item.fingerprint = c.fingerprint
+            item.flags |= c.flags
+            if item.command == "Prepare":
+                # Preparing runs nothing; the Execute that follows is what changes data.
+                item.flags.add("prepared")
+            else:
+                item.destructive = c.destructive
+                if item.command == "Execute":
+                    item.flags.add("prepared")
+        yield item

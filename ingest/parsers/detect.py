@@ -1,0 +1,41 @@
+"""Which log format is this? Decided from the first KiB of a file."""
+
+from __future__ import annotations
+
+import re
+
+HEAD_BYTES = 1024
+
+# Recognisers, tried in order. Each looks for a layout only its format writes.
+_GENERAL_LOG = re.compile(
+    rb"""
+    (?:^|\n)
+    (?:
+        [^\n]*,\x20Version:\x20[^\n]*started\x20with:    # server start banner
+      | Time\s+Id\s+Command\s+Argument                   # its column header line
+      | \d{6}\s+\d{1,2}:\d{2}:\d{2}\s+\d+\s+[A-Z][a-z]   # 5.0-5.6 / MariaDB: 100211  0:55:24   7 Query
+      | \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})\s+\d+\s+[A-Z][a-z]  # 5.7+
+      | \t\t\s*\d+\s+(?:Connect|Query|Quit|Init\x20DB|Execute|Prepare)\b  # tab-indented, no time
+    )
+    """,
+    re.VERBOSE,
+)
+
+RECOGNISERS: dict[str, re.Pattern[bytes]] = {"general-log": _GENERAL_LOG}
+
+
+class UnknownFormat(ValueError):
+    """No recogniser matched. The message names what was tried and shows the first line."""
+
+
+def detect_format(head: bytes) -> str:
+    head = head[:HEAD_BYTES]
+    for name, pattern in RECOGNISERS.items():
+        if pattern.search(head):
+            return name
+    first_line = head.split(b"\n", 1)[0][:200].decode("utf-8", "replace")
+    raise UnknownFormat(
+        f"Cannot tell the format of this log from its first {HEAD_BYTES} bytes"
+        f" (tried: {', '.join(RECOGNISERS)}). Its first line is: {first_line!r}."
+        " Name the format with --format."
+    )

@@ -1,0 +1,192 @@
+"""Ingestion as plain functions: the `ingest` command and the Celery tasks call these.
+
+    open file -> parse -> track sessions -> classify -> write batches (one transaction each)
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import logging
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ingest.events import Event
+from ingest.models import IngestRun, ParseProblem, Source, SourceFile
+from ingest.normalize import SessionTracker, classify_events
+from ingest.parsers.detect import HEAD_BYTES, detect_format
+from ingest.parsers.general_log import parse_general_log
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Problem
+from ingest.store import EventWriter
+
+log = logging.getLogger(__name__)
+
+HEAD_HASH_BYTES = 64 * 1024
+GZIP_MAGIC = b"\x1f\x8b"
+PARSERS = {"general-log": parse_general_log}
+
+Progress = Callable[[IngestRun], None]
+
+
+class HashingReader(io.RawIOBase):
+    """Reads a file and hashes every byte on the way: the file's SHA-256 costs no second pass."""
+
+    def __init__(self, raw: io.BufferedReader) -> None:
+        self.raw = raw
+        self.sha256 = hashlib.sha256()
+        self.bytes_read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        n = self.raw.readinto(buffer)
+        if n:
+            self.sha256.update(memoryview(buffer)[:n])
+            self.bytes_read += n
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+@dataclass
+class OpenedLog:
+    reader: HashingReader  # counts and hashes the bytes as they are on disk
+    lines: io.BufferedIOBase  # decompressed when the file is gzip
+    size: int
+    compressed: bool
+    head_sha256: str
+    head: bytes  # first bytes of the decompressed content, for format detection
+
+
+def open_log(path: Path) -> OpenedLog:
+    with path.open("rb") as f:
+        disk_head = f.read(HEAD_HASH_BYTES)
+    compressed = disk_head.startswith(GZIP_MAGIC)
+    head = disk_head
+    if compressed:
+        with gzip.open(path, "rb") as g:
+            head = g.read(HEAD_BYTES)
+    reader = HashingReader(path.open("rb", buffering=0))  # type: ignore[arg-type]
+    buffered = io.BufferedReader(reader, buffer_size=1 << 20)
+    lines: io.BufferedIOBase = gzip.GzipFile(fileobj=buffered, mode="rb") if compressed else buffered
+    return OpenedLog(
+        reader=reader,
+        lines=lines,
+        size=os.fstat(reader.raw.fileno()).st_size,
+        compressed=compressed,
+        head_sha256=hashlib.sha256(disk_head).hexdigest(),
+        head=head,
+    )
+
+
+def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
+    """The file source a command-line ingest belongs to (one per server and path)."""
+    path = path.resolve()
+    name = f"{server}:{path}"[:200]
+    source, _ = Source.objects.get_or_create(
+        name=name,
+        defaults={"kind": Source.Kind.FILE, "path": str(path), "format": fmt, "server": server, "timezone": tz},
+    )
+    return source
+
+
+def _batches(items: Iterator[Event | Problem], size: int) -> Iterator[tuple[list[Event], list[Problem]]]:
+    events: list[Event] = []
+    problems: list[Problem] = []
+    for item in items:
+        if isinstance(item, Event):
+            events.append(item)
+            if len(events) >= size:
+                yield events, problems
+                events, problems = [], []
+        else:
+            problems.append(item)
+    yield events, problems
+
+
+def ingest_file(
+    path: Path,
+    *,
+    source: Source,
+    fmt: str = "auto",
+    tracker: SessionTracker | None = None,
+    progress: Progress | None = None,
+) -> IngestRun:
+    """Read one log file to its end into the store. Returns the finished run.
+
+    1. Record the file (path, size, hash of its head) before parsing anything.
+    2. Parse, attribute and classify in a stream; never hold the file in memory.
+    3. Write each batch of events with its problems and the run's progress in one
+       transaction, so a crash loses at most the batch in flight (and a re-run
+       stores exactly what is missing).
+    4. Record the file's SHA-256 and the run's totals.
+    """
+    opened = open_log(path)
+    if fmt == "auto":
+        fmt = detect_format(opened.head)
+    parser = PARSERS.get(fmt)
+    if parser is None:
+        raise ValueError(f"Format {fmt!r} is not supported yet (supported: {', '.join(PARSERS)}).")
+    source_file, _ = SourceFile.objects.get_or_create(
+        source=source,
+        path=str(path.resolve()),
+        head_sha256=opened.head_sha256,
+        defaults={"size": opened.size, "compressed": opened.compressed},
+    )
+    run = IngestRun.objects.create(source=source, source_file=source_file, bytes_total=opened.size)
+    tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
+    writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
+    items = classify_events(tracker.process(parser(opened.lines)))
+    try:
+        for events, problems in _batches(items, settings.INGEST_BATCH_SIZE):
+            with transaction.atomic():
+                stored = writer.write(events)
+                ParseProblem.objects.bulk_create(
+                    [
+                        ParseProblem(
+                            run=run,
+                            source_file=source_file,
+                            line=p.line,
+                            offset=p.offset,
+                            reason=p.reason[:500],
+                            excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
+                        )
+                        for p in problems
+                    ],
+                    ignore_conflicts=True,
+                )
+                run.bytes_read = opened.reader.bytes_read
+                run.events_seen += len(events)
+                run.events_stored += stored
+                run.problems += len(problems)
+                run.save(update_fields=["bytes_read", "events_seen", "events_stored", "problems"])
+            if progress:
+                progress(run)
+    except Exception as e:
+        run.status = IngestRun.Status.FAILED
+        run.error = f"{type(e).__name__}: {e}"[:2000]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+        raise
+    finally:
+        opened.lines.close()
+    run.status = IngestRun.Status.DONE
+    run.finished_at = timezone.now()
+    run.bytes_read = opened.reader.bytes_read
+    run.save(update_fields=["status", "finished_at", "bytes_read"])
+    SourceFile.objects.filter(pk=source_file.pk).update(
+        size=opened.size, sha256=opened.reader.sha256.hexdigest(), bytes_read=opened.reader.bytes_read,
+        last_read_at=run.finished_at,
+    )  # fmt: skip
+    return run

@@ -1,0 +1,54 @@
+"""REST API views: thin, over the same query layer as the pages."""
+
+from __future__ import annotations
+
+from django.http import QueryDict
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from investigations.query import BadCursor, EventFilter, filter_events, keyset_page
+from investigations.serializers import EventPageSerializer, EventSerializer
+
+API_PAGE_SIZE = 100
+API_MAX_PAGE_SIZE = 1000
+
+
+def _page_size(params: QueryDict) -> int:
+    try:
+        size = int(params.get("page_size", API_PAGE_SIZE))
+    except ValueError:
+        raise ValidationError({"page_size": "A whole number."}) from None
+    return max(1, min(size, API_MAX_PAGE_SIZE))
+
+
+@extend_schema(
+    parameters=[
+        EventFilter,
+        OpenApiParameter("cursor", str, description="Opaque cursor from a previous page's `next`"),
+        OpenApiParameter("page_size", int, description=f"1-{API_MAX_PAGE_SIZE}, default {API_PAGE_SIZE}"),
+    ],
+    responses=EventPageSerializer,
+    summary="Normalized events, newest first",
+)
+@api_view(["GET"])
+def event_list(request: Request) -> Response:
+    flt = filter_events(request.query_params)
+    if not flt.is_valid():
+        raise ValidationError(flt.errors)
+    try:
+        page = keyset_page(
+            flt.qs.select_related("session", "source_file"),
+            request.query_params.get("cursor"),
+            _page_size(request.query_params),
+        )
+    except BadCursor as e:
+        raise ValidationError({"cursor": str(e)}) from None
+    next_url = None
+    if page.next_cursor:
+        params = request.query_params.copy()
+        params["cursor"] = page.next_cursor
+        next_url = request.build_absolute_uri(request.path + "?" + params.urlencode())
+    return Response({"next": next_url, "results": EventSerializer(page.items, many=True).data})

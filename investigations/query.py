@@ -1,0 +1,138 @@
+"""The one query layer: every page, chart, API call and report filters events here.
+
+`EventFilter` turns request parameters into a queryset (validated, never raw SQL
+from strings); `keyset_page` walks it newest first with an opaque cursor that
+stays stable while ingestion adds rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+import django_filters
+from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import RawSQL
+
+from ingest.models import Event
+
+STATEMENT_TYPES = [
+    "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "TRUNCATE", "DROP TABLE", "DROP DATABASE",
+    "DROP VIEW", "ALTER TABLE", "RENAME TABLE", "CREATE TABLE", "GRANT", "REVOKE", "SET", "CALL",
+]  # fmt: skip
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+class EventFilter(django_filters.FilterSet):
+    user = django_filters.CharFilter(field_name="user", help_text="Account name, exactly")
+    host = django_filters.CharFilter(field_name="host", help_text="Client host or IP, exactly")
+    server = django_filters.CharFilter(field_name="server", help_text="Server label, exactly")
+    database = django_filters.CharFilter(field_name="database", help_text="Current schema, exactly")
+    table = django_filters.CharFilter(
+        method="filter_table", help_text="`db.table`, or a bare table name matching it in any database"
+    )
+    statement_type = django_filters.MultipleChoiceFilter(
+        field_name="statement_type",
+        choices=[(t, t) for t in STATEMENT_TYPES],
+        help_text="Statement type (repeatable), e.g. DELETE",
+    )
+    destructive = django_filters.BooleanFilter(field_name="destructive", help_text="Only (or no) destructive")
+    flag = django_filters.CharFilter(method="filter_flag", help_text="A flag, e.g. no_where or unattributed")
+    connection_id = django_filters.NumberFilter(field_name="connection_id")
+    since = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601")
+    until = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt", help_text="ISO 8601")
+    q = django_filters.CharFilter(method="filter_text", help_text="Text in the SQL (case-insensitive)")
+
+    class Meta:
+        model = Event
+        fields: list[str] = []
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        # Statement types are open-ended (the classifier names many); accept any upper-case phrase.
+        self.filters["statement_type"].extra["choices"] = [
+            (t, t) for t in sorted(set(STATEMENT_TYPES) | set(self._requested_types()))
+        ]
+
+    def _requested_types(self) -> list[str]:
+        data = self.data or {}
+        values = data.getlist("statement_type") if hasattr(data, "getlist") else data.get("statement_type", [])
+        if isinstance(values, str):
+            values = [values]
+        return [v for v in values if isinstance(v, str) and 0 < len(v) <= 60]
+
+    def filter_table(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        value = value.strip()
+        if "." in value:
+            return queryset.filter(tables__contains=[value])
+        # A bare name matches `<any db>.<name>` as well as an unqualified name.
+        matches = RawSQL(
+            "EXISTS (SELECT 1 FROM unnest(ingest_event.tables) AS t(name)"
+            " WHERE t.name = %s OR t.name LIKE %s ESCAPE '\\')",
+            (value, "%." + _like_escape(value)),
+        )
+        return queryset.annotate(table_match=matches).filter(table_match=True)
+
+    def filter_flag(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        return queryset.filter(flags__contains=[value.strip()])
+
+    def filter_text(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        return queryset.filter(sql__icontains=value)
+
+
+def filter_events(params: dict | None, queryset: QuerySet[Event] | None = None) -> EventFilter:
+    """Apply request parameters to the events; check `.is_valid()`, then use `.qs`."""
+    return EventFilter(params, queryset=queryset if queryset is not None else Event.objects.all())
+
+
+# -- keyset pagination --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Event]
+    next_cursor: str | None
+
+
+class BadCursor(ValueError):
+    pass
+
+
+def _encode_cursor(event: Event) -> str:
+    when = event.occurred_at.isoformat() if event.occurred_at else None
+    return base64.urlsafe_b64encode(json.dumps([when, event.id]).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime | None, int]:
+    try:
+        when, pk = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return (datetime.fromisoformat(when) if when is not None else None), int(pk)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as e:
+        raise BadCursor("This cursor is not one AuditWeb gave out.") from e
+
+
+def keyset_page(queryset: QuerySet[Event], cursor: str | None, size: int) -> Page:
+    """Newest first (events without a time last), then by id; `cursor` continues a listing.
+
+    Keyset, not OFFSET: page 1,000 costs what page 1 costs, and rows ingested
+    meanwhile never shift what the next page holds.
+    """
+    queryset = queryset.order_by(F("occurred_at").desc(nulls_last=True), "-id")
+    if cursor:
+        when, pk = _decode_cursor(cursor)
+        if when is None:
+            queryset = queryset.filter(occurred_at__isnull=True, id__lt=pk)
+        else:
+            queryset = queryset.filter(
+                Q(occurred_at__lt=when) | Q(occurred_at=when, id__lt=pk) | Q(occurred_at__isnull=True)
+            )
+    items = list(queryset[: size + 1])
+    if len(items) > size:
+        return Page(items[:size], _encode_cursor(items[size - 1]))
+    return Page(items, None)

@@ -1,0 +1,38 @@
+"""Output shapes of the REST API (DRF only at the edge)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from ingest.models import Event
+
+
+class SourcePositionSerializer(serializers.Serializer):
+    file = serializers.CharField(help_text="Path of the source file as it was read")
+    sha256 = serializers.CharField(help_text="SHA-256 of the file's bytes read so far")
+    line = serializers.IntegerField(help_text="1-based line of the record's first line")
+    offset = serializers.IntegerField(help_text="Byte offset of the record's first byte")
+
+
+class EventSerializer(serializers.ModelSerializer):
+    source = serializers.SerializerMethodField()
+    session = serializers.CharField(source="session.key", read_only=True)
+
+    class Meta:
+        model = Event
+        fields = [
+            "id", "occurred_at", "server", "session", "user", "host", "ip", "connection_id", "database",
+            "command", "statement_type", "tables", "destructive", "flags", "sql", "fingerprint",
+            "rows_affected", "status", "source",
+        ]  # fmt: skip
+
+    def get_source(self, event: Event) -> dict:
+        f = event.source_file
+        return SourcePositionSerializer(
+            {"file": f.path, "sha256": f.sha256, "line": event.line, "offset": event.byte_offset}
+        ).data
+
+
+class EventPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The following page, or null at the end")
+    results = EventSerializer(many=True)

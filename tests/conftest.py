@@ -1,0 +1,56 @@
+"""Shared fixtures: personas and helpers to ingest bytes.
+
+Tests run against a real PostgreSQL (DATABASE_URL; `./dev test` starts an
+embedded one when it is not set). Nothing here mocks the database.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# Settings refuse to start without a secret key; tests may use a throw-away one.
+os.environ.setdefault("SECRET_KEY", "tests-only-not-secret")
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture
+def investigator(django_user_model):  # type: ignore[no-untyped-def]
+    return django_user_model.objects.create_user("ivy", password="correct horse battery staple")
+
+
+@pytest.fixture
+def investigator_client(client, investigator):  # type: ignore[no-untyped-def]
+    client.force_login(investigator)
+    return client
+
+
+@pytest.fixture
+def api_client(investigator):  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIClient
+
+    from investigations.models import api_token_create
+
+    _, key = api_token_create(user=investigator)
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return c
+
+
+@pytest.fixture
+def ingest_bytes(tmp_path):  # type: ignore[no-untyped-def]
+    """Write `data` to a log file and ingest it; returns the finished IngestRun."""
+    from ingest.pipeline import ingest_file, source_for_path
+
+    def _ingest(data: bytes, *, name: str = "general.log", server: str = "test", fmt: str = "auto"):  # type: ignore[no-untyped-def]
+        path = tmp_path / name
+        path.write_bytes(data)
+        source = source_for_path(path, server=server, fmt=fmt, tz="UTC")
+        return ingest_file(path, source=source, fmt=fmt)
+
+    return _ingest

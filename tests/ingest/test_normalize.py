@@ -1,0 +1,103 @@
+"""Session tracking and classification on plain records: no Django, no database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from ingest.events import Event
+from ingest.normalize import SessionTracker, classify_events
+from ingest.parsers.records import LogRecord, Problem, ServerStart
+
+
+def rec(conn: int, command: str, arg: bytes, when: datetime | None = None, **kw) -> LogRecord:  # type: ignore[no-untyped-def]
+    return LogRecord(
+        line=1, offset=0, raw=arg, occurred_at=when, connection_id=conn, command=command, argument=arg, **kw
+    )
+
+
+def run(items, tz=UTC) -> list[Event]:  # type: ignore[no-untyped-def]
+    return [e for e in classify_events(SessionTracker("db1", tz).process(items)) if isinstance(e, Event)]
+
+
+T0 = datetime(2026, 1, 5, 9, 0, 0)
+
+
+def test_it_attributes_a_query_to_the_connect_user() -> None:
+    events = run([
+        rec(5, "Connect", b"alice@10.1.1.1 on shop using TCP/IP", T0, user="alice", host="10.1.1.1",
+            ip="10.1.1.1", database="shop"),
+        rec(5, "Query", b"DELETE FROM orders", T0),
+    ])  # fmt: skip
+    delete = events[1]
+    assert (delete.user, delete.host, delete.database) == ("alice", "10.1.1.1", "shop")
+    assert delete.tables == ("shop.orders",) and delete.destructive
+    assert "unattributed" not in delete.flags
+
+
+def test_it_never_guesses_who_ran_a_query_whose_connect_is_missing() -> None:
+    (event,) = run([rec(9, "Query", b"DELETE FROM orders WHERE id = 1", T0)])
+    assert event.user is None and event.host is None
+    assert "unattributed" in event.flags
+
+
+def test_init_db_and_use_change_the_current_database_for_later_statements() -> None:
+    events = run([
+        rec(5, "Connect", b"a@h on  using Socket", T0, user="a", host="h", database=""),
+        rec(5, "Init DB", b"shop", T0),
+        rec(5, "Query", b"DELETE FROM orders WHERE id = 1", T0),
+        rec(5, "Query", b"USE `billing`", T0),
+        rec(5, "Query", b"DELETE FROM invoices WHERE id = 1", T0),
+    ])  # fmt: skip
+    assert events[0].database is None
+    assert events[2].tables == ("shop.orders",)
+    assert events[3].database == "shop"  # USE itself ran in the old database
+    assert events[4].tables == ("billing.invoices",)
+
+
+def test_a_restart_starts_a_new_boot_so_reused_thread_ids_are_new_sessions() -> None:
+    t1 = datetime(2026, 1, 5, 10, 0, 0)
+    events = run([
+        rec(5, "Connect", b"alice@h on shop", T0, user="alice", host="h", database="shop"),
+        ServerStart(line=3, offset=100, raw=b"banner\n", version="10.11.19-MariaDB-log"),
+        rec(5, "Query", b"DELETE FROM orders", t1),
+    ])  # fmt: skip
+    start, delete = events[1], events[2]
+    assert start.command == "Server start" and start.occurred_at == t1.replace(tzinfo=UTC)
+    assert delete.user is None and "unattributed" in delete.flags
+    assert delete.session.key != events[0].session.key
+    assert delete.session.key == "db1/20260105T100000Z/5"
+
+
+def test_naive_times_are_read_in_the_source_time_zone() -> None:
+    (event,) = run([rec(5, "Query", b"SELECT 1", T0)], tz=ZoneInfo("Europe/Berlin"))
+    assert event.occurred_at == datetime(2026, 1, 5, 8, 0, 0, tzinfo=UTC)
+
+
+def test_sql_text_is_searchable_without_nul_while_raw_keeps_it() -> None:
+    (event,) = run([rec(5, "Query", b"SELECT 1\x00", T0)])
+    assert event.sql == "SELECT 1" and event.raw.endswith(b"\x00")
+
+
+def test_a_prepare_is_not_destructive_but_its_execute_is() -> None:
+    prepare, execute = run([
+        rec(5, "Prepare", b"DELETE FROM t WHERE id = ?", T0),
+        rec(5, "Execute", b"DELETE FROM t WHERE id = 3", T0),
+    ])  # fmt: skip
+    assert not prepare.destructive and "prepared" in prepare.flags
+    assert execute.destructive and "prepared" in execute.flags
+
+
+def test_problems_pass_through_in_order() -> None:
+    problem = Problem(line=1, offset=0, raw=b"garbage", reason="not a record")
+    out = list(SessionTracker("db1").process([problem, rec(5, "Query", b"SELECT 1", T0)]))
+    assert out[0] is problem and isinstance(out[1], Event)
+
+
+def test_tracker_state_survives_a_round_trip() -> None:
+    tracker = SessionTracker("db1")
+    list(tracker.process([rec(5, "Connect", b"a@h on shop", T0, user="a", host="h", database="shop")]))
+    restored = SessionTracker.from_state("db1", UTC, tracker.to_state())
+    (event,) = list(restored.process([rec(5, "Query", b"DELETE FROM orders", T0)]))
+    assert event.user == "a" and event.database == "shop"
+    assert event.session.key == tracker.connections[5].key

@@ -1,0 +1,83 @@
+"""The events page and the event detail page, as a browser without JavaScript sees them."""
+
+from __future__ import annotations
+
+import pytest
+
+from ingest.models import Event
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE = (
+    b"2026-01-05T09:00:00.000000Z\t    7 Connect\t<img src=x onerror=alert(1)>@evil.example on shop using TCP/IP\n"
+    b"2026-01-05T09:00:01.000000Z\t    7 Query\tDELETE FROM orders WHERE note = '<script>alert(\"x\")</script>'\n"
+    b"2026-01-05T09:00:02.000000Z\t    7 Query\tSELECT * FROM customers\n"
+)
+
+
+def test_it_sends_anonymous_visitors_to_the_login_page(client) -> None:  # type: ignore[no-untyped-def]
+    response = client.get("/")
+    assert response.status_code == 302
+    assert response["Location"].startswith("/accounts/login/")
+
+
+def test_the_login_page_logs_an_investigator_in(client, investigator) -> None:  # type: ignore[no-untyped-def]
+    response = client.post("/accounts/login/", {"username": "ivy", "password": "correct horse battery staple"})
+    assert response.status_code == 302
+    assert client.get("/").status_code == 200
+
+
+def test_it_says_what_to_do_when_there_are_no_events(investigator_client) -> None:  # type: ignore[no-untyped-def]
+    assert b"No events yet" in investigator_client.get("/").content
+
+
+def test_it_escapes_everything_the_log_said(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    ingest_bytes(HOSTILE)
+    page = investigator_client.get("/").content.decode()
+    assert "<script>" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;" in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    event = Event.objects.get(statement_type="DELETE")
+    detail = investigator_client.get(f"/events/{event.pk}/").content.decode()
+    assert "<script>" not in detail and "&lt;script&gt;" in detail
+
+
+def test_destructive_only_shows_just_the_delete(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    ingest_bytes(HOSTILE)
+    page = investigator_client.get("/?destructive=true").content.decode()
+    assert "DELETE FROM orders" in page
+    assert "SELECT * FROM customers" not in page
+
+
+def test_htmx_gets_only_the_results_partial(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    ingest_bytes(HOSTILE)
+    response = investigator_client.get("/?table=customers", HTTP_HX_REQUEST="true")
+    body = response.content.decode()
+    assert "SELECT * FROM customers" in body and "DELETE FROM orders" not in body
+    assert "<form" not in body and "<html" not in body
+    assert "HX-Request" in response["Vary"]
+
+
+def test_it_pages_older_events_with_a_cursor(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    lines = b"".join(
+        b"2026-01-05T10:%02d:%02d.000000Z\t    8 Query\tSELECT %d\n" % (i // 60, i % 60, i) for i in range(120)
+    )
+    ingest_bytes(lines)
+    first = investigator_client.get("/").content.decode()
+    assert "SELECT 119" in first and "SELECT 69" not in first
+    start = first.index('href="?cursor=') + len('href="?')
+    query = first[start : first.index('"', start)].replace("&amp;", "&")
+    second = investigator_client.get("/?" + query).content.decode()
+    assert "SELECT 69" in second and "SELECT 119" not in second
+
+
+def test_pages_carry_a_content_security_policy_without_inline_script(investigator_client) -> None:  # type: ignore[no-untyped-def]
+    csp = investigator_client.get("/")["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+
+
+def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    ingest_bytes(HOSTILE, name="mysql-general.log")
+    event = Event.objects.get(statement_type="DELETE")
+    page = investigator_client.get(f"/events/{event.pk}/").content.decode()
+    assert "mysql-general.log, line 2, byte offset" in page
+    assert "2026-01-05T09:00:01.000000Z" in page  # the raw line, timestamp and all
