@@ -33,7 +33,9 @@ class Source(models.Model):
     dsn = models.CharField(max_length=1000, blank=True)
     format = models.CharField(max_length=20, choices=Format.choices, default=Format.AUTO)
     server = models.CharField(max_length=200, help_text="Label of the database server the log belongs to")
-    timezone = models.CharField(max_length=64, default="UTC", help_text="Zone of timestamps the log prints without one")
+    timezone = models.CharField(
+        max_length=64, default="UTC", help_text="Zone of timestamps the log prints without one"
+    )
     interval_seconds = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -87,6 +89,9 @@ class IngestRun(models.Model):
     class Meta:
         indexes = [models.Index(fields=["source", "-started_at"], name="run_history")]  # runs of a source
 
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.source_id} ({self.status})"
+
     @property
     def seconds(self) -> float | None:
         if self.finished_at is None:
@@ -108,6 +113,9 @@ class ParseProblem(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["source_file", "offset"], name="problem_once_per_position"),
         ]
+
+    def __str__(self) -> str:
+        return f"line {self.line} (offset {self.offset}): {self.reason}"
 
     @property
     def excerpt_text(self) -> str:
@@ -148,7 +156,9 @@ class Event(models.Model):
     id = models.BigAutoField(primary_key=True)
     occurred_at = models.DateTimeField(null=True)  # NULL: the log never said when (default partition)
     server = models.CharField(max_length=200)
-    session = models.ForeignKey(Session, on_delete=models.DO_NOTHING, db_constraint=False, related_name="events")
+    session = models.ForeignKey(
+        Session, on_delete=models.DO_NOTHING, db_constraint=False, related_name="events"
+    )
     connection_id = models.BigIntegerField(null=True)
     user = models.CharField(max_length=200, null=True)
     host = models.CharField(max_length=300, null=True)

@@ -201,7 +201,7 @@ class SessionTracker:
             user=session.user,
             host=session.host,
             ip=session.ip,
-            database=record.database if record.database is not None else session.database,
+            database=record.database or session.database,
             command=command,
             sql=decode_sql(record.argument),
             raw=record.raw,

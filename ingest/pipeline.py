@@ -1,6 +1,6 @@
 """Ingestion as plain functions: the `ingest` command and the Celery tasks call these.
 
-    open file -> parse -> track sessions -> classify -> write batches (one transaction each)
+open file -> parse -> track sessions -> classify -> write batches (one transaction each)
 """
 
 from __future__ import annotations
@@ -96,7 +96,13 @@ def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
     name = f"{server}:{path}"[:200]
     source, _ = Source.objects.get_or_create(
         name=name,
-        defaults={"kind": Source.Kind.FILE, "path": str(path), "format": fmt, "server": server, "timezone": tz},
+        defaults={
+            "kind": Source.Kind.FILE,
+            "path": str(path),
+            "format": fmt,
+            "server": server,
+            "timezone": tz,
+        },
     )
     return source
 

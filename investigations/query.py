@@ -45,7 +45,9 @@ class EventFilter(django_filters.FilterSet):
     destructive = django_filters.BooleanFilter(field_name="destructive", help_text="Only (or no) destructive")
     flag = django_filters.CharFilter(method="filter_flag", help_text="A flag, e.g. no_where or unattributed")
     connection_id = django_filters.NumberFilter(field_name="connection_id")
-    since = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601")
+    since = django_filters.IsoDateTimeFilter(
+        field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601"
+    )
     until = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt", help_text="ISO 8601")
     q = django_filters.CharFilter(method="filter_text", help_text="Text in the SQL (case-insensitive)")
 
@@ -62,7 +64,9 @@ class EventFilter(django_filters.FilterSet):
 
     def _requested_types(self) -> list[str]:
         data = self.data or {}
-        values = data.getlist("statement_type") if hasattr(data, "getlist") else data.get("statement_type", [])
+        values = (
+            data.getlist("statement_type") if hasattr(data, "getlist") else data.get("statement_type", [])
+        )
         if isinstance(values, str):
             values = [values]
         return [v for v in values if isinstance(v, str) and 0 < len(v) <= 60]

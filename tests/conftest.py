@@ -6,13 +6,9 @@ embedded one when it is not set). Nothing here mocks the database.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-# Settings refuse to start without a secret key; tests may use a throw-away one.
-os.environ.setdefault("SECRET_KEY", "tests-only-not-secret")
-
-import pytest  # noqa: E402
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"

@@ -1,0 +1,7 @@
+"""SQL statement classification for logged MySQL/MariaDB statements (no Django)."""
+
+from __future__ import annotations
+
+from ingest.sql.classify import Classification, classify, clear_cache, fingerprint, use_database
+
+__all__ = ["Classification", "classify", "clear_cache", "fingerprint", "use_database"]

@@ -9,8 +9,10 @@ from ingest.models import Event
 pytestmark = pytest.mark.django_db
 
 HOSTILE = (
-    b"2026-01-05T09:00:00.000000Z\t    7 Connect\t<img src=x onerror=alert(1)>@evil.example on shop using TCP/IP\n"
-    b"2026-01-05T09:00:01.000000Z\t    7 Query\tDELETE FROM orders WHERE note = '<script>alert(\"x\")</script>'\n"
+    b"2026-01-05T09:00:00.000000Z\t    7 Connect\t"
+    b"<img src=x onerror=alert(1)>@evil.example on shop using TCP/IP\n"
+    b"2026-01-05T09:00:01.000000Z\t    7 Query\t"
+    b"DELETE FROM orders WHERE note = '<script>alert(\"x\")</script>'\n"
     b"2026-01-05T09:00:02.000000Z\t    7 Query\tSELECT * FROM customers\n"
 )
 
@@ -22,7 +24,9 @@ def test_it_sends_anonymous_visitors_to_the_login_page(client) -> None:  # type:
 
 
 def test_the_login_page_logs_an_investigator_in(client, investigator) -> None:  # type: ignore[no-untyped-def]
-    response = client.post("/accounts/login/", {"username": "ivy", "password": "correct horse battery staple"})
+    response = client.post(
+        "/accounts/login/", {"username": "ivy", "password": "correct horse battery staple"}
+    )
     assert response.status_code == 302
     assert client.get("/").status_code == 200
 
@@ -59,7 +63,8 @@ def test_htmx_gets_only_the_results_partial(investigator_client, ingest_bytes) -
 
 def test_it_pages_older_events_with_a_cursor(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
     lines = b"".join(
-        b"2026-01-05T10:%02d:%02d.000000Z\t    8 Query\tSELECT %d\n" % (i // 60, i % 60, i) for i in range(120)
+        b"2026-01-05T10:%02d:%02d.000000Z\t    8 Query\tSELECT %d\n" % (i // 60, i % 60, i)
+        for i in range(120)
     )
     ingest_bytes(lines)
     first = investigator_client.get("/").content.decode()
@@ -75,7 +80,9 @@ def test_pages_carry_a_content_security_policy_without_inline_script(investigato
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
 
 
-def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(
+    investigator_client, ingest_bytes
+) -> None:  # type: ignore[no-untyped-def]
     ingest_bytes(HOSTILE, name="mysql-general.log")
     event = Event.objects.get(statement_type="DELETE")
     page = investigator_client.get(f"/events/{event.pk}/").content.decode()

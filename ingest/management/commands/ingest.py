@@ -25,7 +25,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
         parser.add_argument("--format", default="auto", choices=[f.value for f in Source.Format])
-        parser.add_argument("--server", default="default", help="Label of the database server (default: default)")
+        parser.add_argument(
+            "--server", default="default", help="Label of the database server (default: default)"
+        )
         parser.add_argument(
             "--timezone", default="UTC", help="Zone of timestamps the log prints without one (default: UTC)"
         )
@@ -37,7 +39,9 @@ class Command(BaseCommand):
         try:
             tz = ZoneInfo(str(options["timezone"]))
         except (ZoneInfoNotFoundError, ValueError):
-            raise CommandError(f"Unknown time zone {options['timezone']!r}; use a name like Europe/Berlin.") from None
+            raise CommandError(
+                f"Unknown time zone {options['timezone']!r}; use a name like Europe/Berlin."
+            ) from None
         for path in paths:
             if not path.is_file():
                 raise CommandError(f"{path}: no such file")
