@@ -97,7 +97,9 @@ class SessionTracker:
 
     def _utc(self, when: datetime | None) -> datetime | None:
         if when is None:
-            return self.last_time
+            # The parser carries printed times forward itself; None means the log gave no
+            # usable time (before the first one, or an impossible one): unknown, not guessed.
+            return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=self.tz)
         when = when.astimezone(UTC)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from rest_framework import serializers
 
 from ingest.models import Event
@@ -14,7 +16,20 @@ class SourcePositionSerializer(serializers.Serializer):
     offset = serializers.IntegerField(help_text="Byte offset of the record's first byte")
 
 
+class UtcDateTimeField(serializers.DateTimeField):
+    """Always UTC with microseconds (`2026-01-05T09:00:01.200000Z`), whatever TIME_ZONE the UI uses:
+    a SIEM compares these as strings, so every time has the same shape."""
+
+    def to_representation(self, value: datetime | None) -> str | None:
+        if value is None:
+            return None
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 class EventSerializer(serializers.ModelSerializer):
+    occurred_at = UtcDateTimeField(
+        read_only=True, allow_null=True, help_text="UTC, microseconds; null when the log gave no usable time"
+    )
     source = serializers.SerializerMethodField()
     session = serializers.CharField(source="session.key", read_only=True)
 

@@ -1,0 +1,104 @@
+"""The event store in PostgreSQL: partitions, idempotency, and what a row keeps of hostile input."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from ingest.models import Event, IngestRun
+from ingest.partitions import create_partitions_ahead
+
+from ..conftest import FIXTURES
+
+SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def partition_of_each_event() -> dict[str, int]:
+    with connection.cursor() as cur:
+        cur.execute("SELECT tableoid::regclass::text, count(*) FROM ingest_event GROUP BY 1")
+        return dict(cur.fetchall())
+
+
+def partitions() -> set[str]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = 'ingest_event'::regclass"
+        )
+        return {row[0] for row in cur.fetchall()}
+
+
+def test_events_land_in_the_partition_of_their_month(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    ingest_bytes(
+        b"2025-12-31T23:59:59.900000Z\t    3 Query\tDELETE FROM shop.orders\n"
+        b"2026-01-01T00:00:00.100000Z\t    3 Query\tDROP TABLE shop.orders\n"
+        b"2026-03-15T12:00:00.000000Z\t    3 Quit\t\n"
+    )
+    assert partition_of_each_event() == {
+        "ingest_event_y2025m12": 1,
+        "ingest_event_y2026m01": 1,
+        "ingest_event_y2026m03": 1,
+    }
+    # Months with no events in between get no partition of their own.
+    assert "ingest_event_y2026m02" not in partitions()
+
+
+def test_events_with_no_time_go_to_the_default_partition_and_are_stored_once(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    # The old layout prints no time before the first change of second: those times are unknown.
+    log = b"\t\t    8 Query\tDELETE FROM orders\n\t\t    8 Quit\t\n"
+    ingest_bytes(log)
+    ingest_bytes(log)
+    assert partition_of_each_event() == {"ingest_event_default": 2}
+    assert all("time_unknown" in e.flags for e in Event.objects.all())
+
+
+def test_partitions_are_created_ahead_for_the_coming_months() -> None:
+    from datetime import date
+
+    from ingest.partitions import forget_known_partitions
+
+    forget_known_partitions()
+    created = create_partitions_ahead(2, today=date(2031, 11, 5))
+    assert created == ["ingest_event_y2031m11", "ingest_event_y2031m12", "ingest_event_y2032m01"]
+    assert create_partitions_ahead(2, today=date(2031, 11, 5)) == []
+
+
+def test_a_file_that_grew_stores_only_its_new_records(ingest_bytes, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.INGEST_BATCH_SIZE = 100  # several batches, so the overlap and the new part mix in one
+    data = SLAP.read_bytes()
+    half = data.index(b"\n", len(data) // 2) + 1
+    first = ingest_bytes(data[:half], name="general.log")
+    whole = ingest_bytes(data, name="general.log")
+    once = Event.objects.count()
+    assert first.events_stored + whole.events_stored == once
+    assert whole.events_seen > whole.events_stored > 0
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM (SELECT DISTINCT record_hash FROM ingest_event) h")
+        assert cur.fetchone()[0] == once
+
+
+def test_raw_keeps_nul_bytes_while_the_searchable_sql_has_none(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    run = ingest_bytes(SLAP.read_bytes())
+    assert run.status == IngestRun.Status.DONE
+    with_nul = [e for e in Event.objects.filter(command="Query") if b"\x00" in bytes(e.raw)]
+    assert len(with_nul) > 100  # mariadb-slap ends most of its statements with a NUL
+    for event in with_nul:
+        assert "\x00" not in event.sql
+        assert bytes(event.raw).split(b" Query\t", 1)[1].rstrip(b"\n").replace(b"\x00", b"") == (
+            event.sql.encode()
+        )
+
+
+def test_an_enormous_statement_is_bounded_in_sql_but_whole_in_raw(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    from ingest.store import MAX_SQL_CHARS
+
+    statement = b"DELETE FROM orders WHERE id IN (" + b"1," * MAX_SQL_CHARS + b"1)"
+    ingest_bytes(b"2026-01-05T09:00:00.000000Z\t    7 Query\t" + statement + b"\n")
+    event = Event.objects.get()
+    assert len(event.sql) == MAX_SQL_CHARS
+    assert "sql_truncated" in event.flags
+    assert bytes(event.raw).endswith(statement + b"\n")
+    assert event.destructive
