@@ -45,6 +45,9 @@ class EventFilter(django_filters.FilterSet):
     destructive = django_filters.BooleanFilter(field_name="destructive", help_text="Only (or no) destructive")
     flag = django_filters.CharFilter(method="filter_flag", help_text="A flag, e.g. no_where or unattributed")
     connection_id = django_filters.NumberFilter(field_name="connection_id")
+    session = django_filters.CharFilter(
+        field_name="session__key", help_text="Session key `server/boot/connection id`, exactly"
+    )
     since = django_filters.IsoDateTimeFilter(
         field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601"
     )
@@ -140,3 +143,22 @@ def keyset_page(queryset: QuerySet[Event], cursor: str | None, size: int) -> Pag
     if len(items) > size:
         return Page(items[:size], _encode_cursor(items[size - 1]))
     return Page(items, None)
+
+
+def session_context(event: Event, size: int) -> tuple[list[Event], list[Event]]:
+    """The `size` events of the same session just before and just after `event`, in log order.
+
+    Log order is time, then id (ids follow the order records were read). An event whose
+    time is unknown is placed by id alone.
+    """
+    same = Event.objects.filter(session_id=event.session_id).exclude(pk=event.pk)
+    same = same.only("id", "occurred_at", "command", "statement_type", "sql", "destructive", "flags")
+    if event.occurred_at is None:
+        earlier, later = Q(id__lt=event.id), Q(id__gt=event.id)
+    else:
+        t = event.occurred_at
+        earlier = Q(occurred_at__lt=t) | Q(occurred_at=t, id__lt=event.id)
+        later = Q(occurred_at__gt=t) | Q(occurred_at=t, id__gt=event.id)
+    before = list(same.filter(earlier).order_by("-occurred_at", "-id")[:size])
+    after = list(same.filter(later).order_by("occurred_at", "id")[:size])
+    return before[::-1], after

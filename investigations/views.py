@@ -9,9 +9,11 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ingest.models import Event
-from investigations.query import BadCursor, filter_events, keyset_page
+from investigations.query import BadCursor, filter_events, keyset_page, session_context
 
 PAGE_SIZE = 50
+KEPT_FILTERS = ("session", "server", "host", "database", "connection_id", "flag")
+SESSION_CONTEXT = 10  # statements shown before and after an event on its page
 
 
 @require_GET
@@ -35,6 +37,15 @@ def event_list(request: HttpRequest) -> HttpResponse:
         next_query = params.urlencode()
     newest = request.GET.copy()
     newest.pop("cursor", None)
+    # Filters that links set (a session, a host...) but the form has no field for: kept as hidden
+    # inputs, so that changing another filter narrows within them, each with a link to drop it.
+    kept = []
+    for name in KEPT_FILTERS:
+        value = request.GET.get(name, "").strip()
+        if value:
+            without = newest.copy()
+            without.pop(name)
+            kept.append({"name": name, "value": value, "drop_query": without.urlencode()})
     template = "investigations/event_list.html"
     if request.htmx:
         template += "#results"
@@ -46,6 +57,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
         "first_page": not request.GET.get("cursor"),
         "newest_query": newest.urlencode(),
         "has_events": Event.objects.exists(),
+        "kept_filters": kept,
     }
     return render(request, template, context)
 
@@ -54,9 +66,6 @@ def event_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     event = get_object_or_404(Event.objects.select_related("session", "source_file"), pk=event_id)
-    around = list(
-        Event.objects.filter(session_id=event.session_id)
-        .order_by("occurred_at", "byte_offset")
-        .only("id", "occurred_at", "command", "statement_type", "sql", "destructive", "flags")[:200]
-    )
-    return render(request, "investigations/event_detail.html", {"event": event, "session_events": around})
+    before, after = session_context(event, SESSION_CONTEXT)
+    context = {"event": event, "before": before, "after": after, "context_size": SESSION_CONTEXT}
+    return render(request, "investigations/event_detail.html", context)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ingest.models import Event
@@ -88,3 +90,25 @@ def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(
     page = investigator_client.get(f"/events/{event.pk}/").content.decode()
     assert "mysql-general.log, line 2, byte offset" in page
     assert "2026-01-05T09:00:01.000000Z" in page  # the raw line, timestamp and all
+
+
+def test_the_event_page_shows_its_neighbours_in_the_session_and_links_to_all_of_it(
+    investigator_client, ingest_bytes
+) -> None:  # type: ignore[no-untyped-def]
+    lines = [b"2026-01-05T10:00:00.000000Z\t    9 Connect\tdora@db1 on shop using TCP/IP\n"]
+    lines += [b"2026-01-05T10:00:%02d.000000Z\t    9 Query\tSELECT %d\n" % (i, i) for i in range(1, 40)]
+    lines += [b"2026-01-05T10:00:40.000000Z\t    9 Query\tDELETE FROM orders\n"]
+    lines += [b"2026-01-05T10:00:%02d.000000Z\t    9 Query\tSELECT %d\n" % (i, i) for i in range(41, 60)]
+    lines += [b"2026-01-05T10:00:59.000000Z\t   10 Query\tSELECT 'other connection'\n"]
+    ingest_bytes(b"".join(lines))
+    event = Event.objects.get(statement_type="DELETE")
+    html = investigator_client.get(f"/events/{event.pk}/").content.decode()
+    shown = re.findall(r"<code>SELECT (\d+)</code>", html)
+    assert shown == [str(i) for i in [*range(30, 40), *range(41, 51)]]  # 10 before, 10 after, in order
+    assert "other connection" not in html
+
+    link = re.search(r'href="(/\?session=[^"]+)"', html).group(1).replace("&amp;", "&")
+    listed = investigator_client.get(link).content.decode()
+    assert "SELECT 59" in listed
+    assert "other connection" not in listed
+    assert 'type="hidden" name="session"' in listed
