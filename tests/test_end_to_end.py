@@ -116,9 +116,7 @@ def test_a_gzipped_log_alone_gives_the_same_answer(api_client, tmp_path) -> None
     assert plain[rows[0]["source"]["offset"] :].startswith(b"\t\t     5 Query\tDELETE FROM orders\n")
 
 
-def test_bytes_that_are_no_record_become_stored_problems_the_rest_is_kept(
-    api_client, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+def test_bytes_that_are_no_record_become_stored_problems_the_rest_is_kept(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     # A copy that begins in the middle of a record (binary junk), and an impossible time later on.
     junk = b"\xff\xfe\x00half a line from a disk error\n"
     data = SCENARIO.read_bytes()
