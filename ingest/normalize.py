@@ -20,6 +20,10 @@ from ingest.sql import classify, use_database
 
 # Commands whose argument is a statement the server ran (or prepared).
 STATEMENT_COMMANDS = frozenset({"Query", "Execute", "Prepare"})
+# Outcomes that are no failure: unknown (most formats never say) or success.
+OK_STATUSES = frozenset({None, "ok", "0"})
+# server_audit's TABLE events name one table each: "Table READ", "Table WRITE", ...
+TABLE_EVENT_PREFIX = "Table "
 
 
 def _boot_stamp(when: datetime | None) -> str:
@@ -174,24 +178,38 @@ class SessionTracker:
 
     def _event(self, record: LogRecord, when: datetime | None) -> Event:
         command = record.command
-        if command == "Connect":
+        failed = record.status not in OK_STATUSES
+        if command == "Connect" and not failed:
             # A Connect begins a new connection under this id, whatever came before.
             self.connections.pop(record.connection_id, None)
         session = self._session(record.connection_id, when)
         flags: set[str] = set()
-        if command in ("Connect", "Change user") and record.user is not None:
-            session.user, session.host, session.ip = record.user, record.host, record.ip
-            session.database = record.database or None
-            session.attributed = True
+        if command in ("Connect", "Change user") and not failed:
+            if record.user is not None:
+                session.user, session.host, session.ip = record.user, record.host, record.ip
+                session.database = record.database or None
+                session.attributed = True
+            elif command == "Change user":
+                # The log says the account changed but not to whom (MariaDB 10.11's
+                # server_audit writes CHANGEUSER with empty fields): unknown from here on.
+                session.user = session.host = session.ip = None
+                session.attributed = False
             if command == "Connect":
                 session.started_at = when
-        elif record.user is not None and not session.attributed:
+        elif record.user is not None and not session.attributed and not failed:
             # Formats that name the account on every record (tables, audit logs).
             session.user, session.host, session.ip = record.user, record.host, record.ip
             session.attributed = True
-        if not session.attributed:
-            flags.add("unattributed")
-        if record.status == "denied":
+        # Who ran this record: the record's own account where the format names one on every
+        # record (audit logs, table rows), else its connection's. A refused login names
+        # who tried.
+        if record.user is not None:
+            user, host, ip = record.user, record.host, record.ip
+        else:
+            user, host, ip = session.user, session.host, session.ip
+            if not session.attributed:
+                flags.add("unattributed")
+        if failed:
             flags.add("failed")
         if when is None:
             flags.add("time_unknown")
@@ -200,9 +218,9 @@ class SessionTracker:
             server=self.server,
             session=session,
             connection_id=record.connection_id,
-            user=session.user,
-            host=session.host,
-            ip=session.ip,
+            user=user,
+            host=host,
+            ip=ip,
             database=record.database or session.database,
             command=command,
             sql=decode_sql(record.argument),
@@ -227,7 +245,14 @@ class SessionTracker:
 def classify_events(items: Iterable[Event | Problem]) -> Iterator[Event | Problem]:
     """Fill in statement type, tables, destructive and flags from the SQL."""
     for item in items:
-        if isinstance(item, Event) and item.command in STATEMENT_COMMANDS:
+        if isinstance(item, Event) and item.command.startswith(TABLE_EVENT_PREFIX):
+            # A table the server opened for the statement before it: evidence of access,
+            # counted once as destructive on the statement, not again on each table.
+            if item.sql:
+                name = item.sql if "." in item.sql or not item.database else f"{item.database}.{item.sql}"
+                item.tables = [name]
+            item.statement_type = item.command.upper()
+        elif isinstance(item, Event) and item.command in STATEMENT_COMMANDS:
             c = classify(item.sql, item.database)
             item.statement_type = c.statement_type
             item.tables = c.tables

@@ -10,8 +10,9 @@ import hashlib
 import io
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -24,14 +25,33 @@ from ingest.models import IngestRun, ParseProblem, Source, SourceFile
 from ingest.normalize import SessionTracker, classify_events
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.general_log import parse_general_log
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
+from ingest.parsers.server_audit import parse_server_audit
 from ingest.store import EventWriter
 
 log = logging.getLogger(__name__)
 
 HEAD_HASH_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
-PARSERS = {"general-log": parse_general_log}
+
+
+def _server_audit(lines: Iterable[bytes], hints: FileHints) -> Iterator[Item]:
+    # Syslog's BSD time has no year: take the file's (the parser carries it over New Year).
+    return parse_server_audit(lines, year=hints.mtime_year)
+
+
+@dataclass(frozen=True)
+class FileHints:
+    """What a parser may need to know about the file beyond its bytes."""
+
+    mtime_year: int
+
+
+# --format name -> parser of the file's lines, with what else it may need to know.
+PARSERS: dict[str, Callable[[Iterable[bytes], FileHints], Iterator[Item]]] = {
+    "general-log": lambda lines, hints: parse_general_log(lines),
+    "mariadb-audit": _server_audit,
+}
 
 Progress = Callable[[IngestRun], None]
 
@@ -153,7 +173,8 @@ def ingest_file(
     run = IngestRun.objects.create(source=source, source_file=source_file, bytes_total=opened.size)
     tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
-    items = classify_events(tracker.process(parser(opened.lines)))
+    hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year)
+    items = classify_events(tracker.process(parser(opened.lines, hints)))
     try:
         for events, problems in _batches(items, settings.INGEST_BATCH_SIZE):
             with transaction.atomic():

@@ -1,0 +1,640 @@
+"""The MariaDB `server_audit` plugin log (file output, or syslog lines): bytes lines in, records out.
+
+Pure: no Django, no file opening. The caller hands over the raw lines of a binary stream
+(each with its b"\\n", the last one may lack it) and gets, in file order, a `LogRecord` for
+every audit record and a `Problem` for bytes that are none.
+
+One record a line, ten comma-separated fields (server_audit_output_type=file):
+
+    20230101 12:00:00,db1,alice,10.0.0.7,42,0,CONNECT,shop,,0
+    20230101 12:00:01,db1,alice,10.0.0.7,42,17,WRITE,shop,orders,
+    20230101 12:00:01,db1,alice,10.0.0.7,42,17,QUERY,shop,'DELETE FROM orders WHERE note = \\'x\\'',0
+    20230101 12:00:02,db1,alice,10.0.0.7,42,0,DISCONNECT,shop,,0
+
+    timestamp,serverhost,username,host,connectionid,queryid,operation,database,object,retcode
+
+Operations and what this parser makes of them (`command` names what the server did,
+in the words the general log and the rest of AuditWeb use, so that the session
+tracker and the classifier need no second vocabulary):
+
+- CONNECT -> "Connect"; FAILED_CONNECT -> "Connect" with status "denied" (whatever the
+  code: the server refused the login; `extra["retcode"]` keeps the code, 1045 for a bad
+  password); DISCONNECT -> "Quit"; CHANGEUSER -> "Change user". Object is empty, or the
+  TLS version in MariaDB 12.0.1+ (kept in `extra["object"]`); the argument is b"".
+- QUERY (and QUERY_DDL, QUERY_DML, QUERY_DCL, QUERY_DML_NO_SELECT, and any other
+  QUERY_* a newer plugin may print) -> "Query": the argument is the statement, unescaped.
+  It is logged when the statement ends, after the TABLE events it caused.
+- READ, WRITE, CREATE, ALTER, RENAME, DROP (server_audit_events=TABLE: one record per table
+  a statement opened, with the query id of that statement) -> "Table READ", "Table WRITE"...
+  The prefix keeps them apart from statements (the classifier must not read a table name
+  as SQL, and the tracker must not count them as statements), and the operation stays
+  readable in the UI. The argument is the object as written: the table name, or for
+  RENAME "old|newdb.new" (`extra["renamed_to"]` holds "newdb.new"). They have no return
+  code: status None.
+- Anything else (AUDIT_CONFIG of MariaDB Enterprise, future operations) -> the operation
+  name as written, the object as the argument.
+
+Status: "ok" for return code 0, the code as text for any other ("1146": the statement
+failed, and the code says why), "denied" for FAILED_CONNECT, None when the record has no
+code (TABLE events). `extra["retcode"]` always keeps the code as written.
+`extra` also holds "query_id", "serverhost" and "operation" as written.
+
+Quirks, each handled in one place:
+
+1. The statement is single-quoted. Since MariaDB 10.2-ish (plugin 1.4.4+) `'` and `\\` are
+   escaped with a backslash and so are newline, tab, CR, backspace and form feed
+   (`\\n \\t \\r \\b \\f`), so a record is one line; `_unescape` undoes that. Plugin 1.4.0-1.4.3
+   turned white space into spaces (lossy: nothing to undo). Older plugins wrote newlines
+   as they are, so a statement spans lines: a QUERY whose closing quote is not on its
+   line takes the following lines until one ends with `',<retcode>`, and its argument
+   keeps the newlines. A record line never continues one. The closing quote is the last
+   `'` of the record, followed by `,<retcode>` (and maybe more fields); the SQL between
+   cannot hold an unescaped quote, so the last one is the right one.
+2. A QUERY whose quote never closes (a log cut mid-record, or a statement cut by
+   server_audit_query_log_limit in a plugin that then crashed) is kept as a record with
+   what is there, status None and `extra["unterminated"]="true"`, and a Problem at its
+   offset says so (the Problem holds no bytes of its own: the record has them).
+   Statements longer than server_audit_query_log_limit (1024 bytes by default) are cut
+   by the server with the quote closed: nothing in the log tells, so nothing here can.
+3. Times. The default "20230101 12:00:00" is server local time: a naive datetime (the
+   pipeline applies the source's zone). MariaDB Enterprise's server_audit_timestamp_format
+   can give "20231207T13:14:28.481161+0100": an aware datetime. An impossible time (month
+   13) is never guessed: the record gets occurred_at None and `extra["invalid_time"]`, and
+   a Problem at its offset says why.
+4. Host. When the server knows no host name it logs the IP. MariaDB 12.0.1+ appends the
+   client port ("192.168.1.24:54312", "localhost:unavailable"): it goes to
+   `extra["port"]`. Leading spaces (seen in MariaDB's documentation samples) are
+   dropped. `ip` is set when the host is an address.
+5. Fields after the return code (MariaDB Enterprise 12.x adds the TLS version as an 11th
+   field) go to `extra["after_retcode"]`, verbatim. A RENAME written as
+   "db,old,newdb,new" (Enterprise documentation) is read like "db,old|newdb.new".
+6. The user name may hold commas (the fields around it cannot: host names and the digits
+   of the ids), so it is found between the server host and `,<host>,<id>,<id>,<OP>,`.
+7. Syslog (server_audit_output_type=syslog): the plugin sends "<info> <record>" where the
+   record has no timestamp (syslog stamps it) and <info> is server_audit_syslog_info,
+   empty by default; the syslog daemon writes "Mar  1 12:00:00 host tag[pid]: " before it
+   (or an RFC 3339 time, rsyslog's high-precision format). Lines that kept the plugin's
+   own timestamp after the prefix are read too. A BSD syslog time has no year: pass
+   `year` (the year of the first record, e.g. from the file's mtime); each time the month
+   goes back (December -> January) the year goes on by one. Without `year` such records
+   have occurred_at None and `extra["syslog_time"]`. `extra` keeps "syslog_host",
+   "syslog_tag", "syslog_pid" and "syslog_info" when present.
+8. Bytes that are no record (a comment line, garbage, a blank line) become one Problem
+   per run of such lines, with the first PROBLEM_EXCERPT_BYTES bytes and a reason giving
+   the lines and bytes it covers. Nothing is dropped silently, and the raws of the records
+   and the sizes of the Problems account for every byte of the input.
+9. User, host, database and server host are decoded as UTF-8 with "replace" (labels);
+   the argument stays bytes, exactly as logged once unescaped (NULs, invalid UTF-8).
+10. MariaDB 10.11's CHANGEUSER record has an empty user and host, and in the database
+   field hundreds of bytes that are no name (seen: 400 times "O"): the new user is
+   only known from the records after it. A database field longer than a database name
+   can be (256 bytes) is not taken as one: database None, its first 256 bytes kept in
+   `extra["database_field"]`.
+
+The plugin never logs rows affected.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+
+__all__ = ["FORMAT", "parse_server_audit", "recognise"]
+
+FORMAT = "mariadb-audit"
+
+# -- the record line ------------------------------------------------------------------
+
+_TIMESTAMP = rb"""
+    (?:
+        # The default: "%Y%m%d %H:%M:%S" in the server's local time zone.
+        (?P<local>\d{8}[ ]\d\d:\d\d:\d\d)
+        # MariaDB Enterprise server_audit_timestamp_format (e.g. %Y%m%dT%H:%i:%s.%f%z),
+        # and other ISO 8601 spellings: maybe microseconds, maybe a zone.
+      | (?P<iso>\d{4}-?\d\d-?\d\d[T ]\d\d:\d\d:\d\d(?:\.\d{1,6})?(?:Z|[+-]\d\d:?\d\d)?)
+    )
+    ,
+"""
+_FIELDS = rb"""
+    (?P<serverhost>[^,\s]{0,256}),   # the server's host name (gethostname), never a space
+    (?P<user>[^\r\n]{0,512}?),       # user name as the client gave it: may hold commas (6.)
+    (?P<host>[^,\r\n]{0,256}),       # client host name, or its IP; maybe ":port" (4.)
+    (?P<cid>\d{1,20}),               # connection (thread) id
+    (?P<qid>-?\d{1,20}),             # query id: a statement's, shared by its TABLE events; 0
+                                     # for connection events
+    (?P<op>[A-Z][A-Z_]{0,31}),       # the operation: CONNECT, QUERY, WRITE, ...
+"""
+# A record line as the file output writes it. Groups: local, iso, then _FIELDS.
+_TIMED = re.compile(_TIMESTAMP + _FIELDS, re.VERBOSE)
+# The record without its timestamp, as the syslog output sends it. Groups: _FIELDS.
+_UNTIMED = re.compile(_FIELDS, re.VERBOSE)
+# Before an untimed record, the server_audit_syslog_info text (anything) and a space.
+_SYSLOG_INFO = re.compile(rb"(?P<info>[^\r\n]{1,256}?)[ ]+(?=" + _FIELDS + rb")", re.VERBOSE)
+
+# The prefix a syslog daemon writes. Groups: bsd, rfc3339, shost, tag, pid.
+_SYSLOG = re.compile(
+    rb"""
+    (?:
+        # RFC 3164 (classic syslog files): "Mar  1 12:00:00", local time, no year.
+        (?P<bsd>[A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d)
+        # rsyslog RSYSLOG_FileFormat (RFC 3339): "2024-03-01T12:00:00.123456+01:00".
+      | (?P<rfc3339>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))
+    )
+    [ ]
+    (?P<shost>\S{1,255})[ ]          # the host the syslog daemon names
+    (?P<tag>[^\s:\[]{1,128})         # the ident: server_audit_syslog_ident, "mysql-server_auditing"
+    (?:\[(?P<pid>\d{1,10})\])?       # the pid, when the daemon adds it
+    :[ ]*                            # ": ", and the space the plugin puts after an empty info
+    """,
+    re.VERBOSE,
+)
+_MONTHS = {
+    m: i
+    for i, m in enumerate(
+        (b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"), 1
+    )
+}
+
+# After "OPERATION," of a QUERY: the database, then the opening quote (a line break may sit
+# before the quote in hand-wrapped samples, MariaDB's documentation among them).
+_QUERY_OPEN = re.compile(rb"(?P<db>[^\r\n']{0,256}?),(?:\r?\n)?'")
+# After the closing quote: the return code, maybe more fields, the end of the line.
+_QUERY_CLOSE = re.compile(rb",(?P<ret>-?\d{1,11})(?:,(?P<more>[^'\r\n]*))?\r?\n?\Z")
+# After "OPERATION," of any other operation: database, object, return code (empty for
+# TABLE events), maybe more fields (5.).
+_PLAIN_REST = re.compile(
+    rb"""
+    (?P<db>[^,\r\n]*),               # current database ("" when none; garbage, see quirk 10)
+    (?P<obj>[^,\r\n]*),              # table, "old|newdb.new", TLS version, key=value, or ""
+    (?P<ret>-?\d{0,11})              # return code; empty for TABLE events
+    (?:,(?P<more>[^\r\n]*))?         # fields after the return code (Enterprise 12.x)
+    \r?\n?\Z
+    """,
+    re.VERBOSE,
+)
+# RENAME as MariaDB Enterprise's documentation shows it: "db,old,newdb,new".
+_RENAME_4 = re.compile(
+    rb"(?P<db>[^,\r\n]{0,256}),(?P<obj>[^,\r\n]*),(?P<newdb>[^,\r\n]*),(?P<new>[^,\r\n]*),?\r?\n?\Z"
+)
+
+_QUERY = "Query"
+_CONNECTION_COMMANDS = {
+    b"CONNECT": "Connect",
+    b"FAILED_CONNECT": "Connect",
+    b"DISCONNECT": "Quit",
+    b"CHANGEUSER": "Change user",
+}
+_TABLE_OPERATIONS = (b"READ", b"WRITE", b"CREATE", b"ALTER", b"RENAME", b"DROP")
+_TABLE_COMMANDS = {op: "Table " + op.decode() for op in _TABLE_OPERATIONS}
+
+# Backslash escapes of the plugin (its esc_map): the byte each one stands for.
+_ESCAPES = {b"b": b"\b", b"t": b"\t", b"n": b"\n", b"f": b"\f", b"r": b"\r", b"'": b"'", b"\\": b"\\"}
+_ESCAPE = re.compile(rb"\\([btnfr'\\])")
+
+# A statement cut from its closing quote takes at most this many lines and bytes; beyond,
+# the lines are garbage (a hostile file must not make one record of all the rest).
+_MAX_CONTINUATION_LINES = 10_000
+_MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+# A database name is at most 64 characters, 256 bytes of UTF-8 (quirk 10).
+_MAX_DATABASE_BYTES = 256
+
+_FIRST_BYTE_DIGIT = frozenset(b"0123456789")
+
+
+def _unescape(body: bytes) -> bytes:
+    """The statement as the client sent it (quirk 1). Unknown escapes stay as written."""
+    if b"\\" not in body:
+        return body
+    return _ESCAPE.sub(lambda m: _ESCAPES[m[1]], body)
+
+
+def _chomp(b: bytes) -> bytes:
+    """Without its final line terminator ("\n", or "\r\n" from a log that passed through Windows)."""
+    if b.endswith(b"\n"):
+        return b[:-2] if b.endswith(b"\r\n") else b[:-1]
+    return b
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+class _Hosts:
+    """host field -> (host, ip, port), cached: a log names few hosts, each many times."""
+
+    def __init__(self) -> None:
+        self._cache: dict[bytes, tuple[str | None, str | None, str | None]] = {}
+
+    def get(self, field: bytes) -> tuple[str | None, str | None, str | None]:
+        hit = self._cache.get(field)
+        if hit is None:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            hit = self._cache[field] = _split_host(field)
+        return hit
+
+
+def _split_host(field: bytes) -> tuple[str | None, str | None, str | None]:
+    host = _text(field).lstrip(" ")
+    port = None
+    if host.startswith("[") and "]:" in host:  # "[::1]:3306"
+        host, port = host[1:].split("]:", 1)
+    elif host.count(":") == 1:  # "10.0.0.7:54312", "localhost:unavailable"; not "::1"
+        host, port = host.split(":")
+    if not host:
+        return None, None, port
+    try:
+        ip: str | None = str(ipaddress.ip_address(host))
+    except ValueError:
+        ip = None
+    return host, ip, port
+
+
+class _Times:
+    """Timestamp bytes -> datetime, caching the last one (a log repeats each second)."""
+
+    def __init__(self, year: int | None) -> None:
+        self._key: bytes | None = None
+        self._value: datetime | None = None
+        self._error: str | None = None  # why the cached time is impossible
+        self.year = year
+        self._month = 0  # month of the last BSD syslog time, to see the year turn
+
+    def record_time(self, local: bytes | None, iso: bytes | None) -> datetime:
+        """The record's own timestamp (quirk 3); ValueError when it cannot be."""
+        key = local or iso
+        if key != self._key:
+            self._key, self._value, self._error = key, None, None
+            try:
+                if local is not None:
+                    d, t = local[:8], local[9:]
+                    self._value = datetime(
+                        int(d[:4]), int(d[4:6]), int(d[6:8]), int(t[:2]), int(t[3:5]), int(t[6:8])
+                    )
+                else:
+                    self._value = datetime.fromisoformat(iso.decode())  # type: ignore[union-attr]
+            except ValueError as e:
+                self._error = str(e)
+        if self._value is None:
+            raise ValueError(self._error)
+        return self._value
+
+    def syslog_time(self, bsd: bytes) -> datetime | None:
+        """A BSD syslog time in the year given, carried over New Year (quirk 7)."""
+        month = _MONTHS.get(bsd[:3])
+        if month is None:
+            raise ValueError(f"unknown month {bsd[:3].decode(errors='replace')!r}")
+        if self.year is None:
+            return None
+        if month < self._month:
+            self.year += 1
+        self._month = month
+        return datetime(self.year, month, int(bsd[4:6]), int(bsd[7:9]), int(bsd[10:12]), int(bsd[13:15]))
+
+
+def parse_server_audit(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, year: int | None = None
+) -> Iterator[Item]:
+    """Every record and problem of a server_audit log, in order. See the module docstring.
+
+    1. A line that starts a record (optional syslog prefix, then the header up to the
+       operation) is read at once, unless it is a QUERY whose quote does not close on it:
+       that one stays pending, and the lines that follow continue it until one closes it
+       (quirk 1), a record line starts, or the input ends (quirk 2).
+    2. Any other line continues the pending QUERY, or else joins the pending run of
+       garbage lines (quirk 8).
+    Before a record is yielded, whatever was pending before it is yielded.
+    """
+    times = _Times(year)
+    hosts = _Hosts()
+    offset, lineno = start_offset, start_line
+    garbage: list = []  # type: ignore[type-arg]  # [offset, line, excerpt, lines, bytes] of the run
+    pending: _PendingQuery | None = None
+    for raw in lines:
+        if not raw:
+            continue
+        head = _header(raw, times)
+        if head is None:
+            if pending is not None and pending.take(raw):
+                if pending.closed:
+                    yield from pending.finish(hosts)
+                    pending = None
+            elif garbage:
+                _add_garbage(garbage, raw)
+            else:
+                if pending is not None:  # too long to be one statement: it ends here
+                    yield from pending.finish(hosts)
+                    pending = None
+                garbage = [offset, lineno, b"", 0, 0]
+                _add_garbage(garbage, raw)
+            offset += len(raw)
+            lineno += 1
+            continue
+        if pending is not None:
+            yield from pending.finish(hosts)
+            pending = None
+        if garbage:
+            yield _garbage_problem(garbage)
+            garbage = []
+        if head.query and not head.closed:
+            pending = _PendingQuery(offset, lineno, raw, head)
+        else:
+            yield from _items(offset, lineno, raw, head, hosts)
+        offset += len(raw)
+        lineno += 1
+    if pending is not None:
+        yield from pending.finish(hosts)
+    if garbage:
+        yield _garbage_problem(garbage)
+
+
+class _Header:
+    """What a record line's start says, before its object is read."""
+
+    __slots__ = (
+        "cid",
+        "closed",
+        "extra",
+        "host",
+        "op",
+        "qid",
+        "query",
+        "rest",
+        "serverhost",
+        "time_error",
+        "time_text",
+        "user",
+        "when",
+    )
+
+    def __init__(self) -> None:
+        self.when: datetime | None = None
+        self.time_error: str | None = None  # why the time could not be read
+        self.time_text: str | None = None
+        self.extra: dict[str, str] = {}
+        self.query = False  # a QUERY* operation
+        self.closed = False  # for a QUERY: its quote closes on this line
+
+
+def _header(raw: bytes, times: _Times) -> _Header | None:
+    """Read a record line's start, or None when the line starts no record."""
+    first = raw[0]
+    syslog = None
+    if first in _FIRST_BYTE_DIGIT:
+        m = _TIMED.match(raw)
+        if m is None:
+            syslog = _SYSLOG.match(raw)  # an RFC 3339 syslog time starts with a digit too
+            if syslog is None:
+                return None
+    else:
+        syslog = _SYSLOG.match(raw)
+        if syslog is None:
+            return None
+    h = _Header()
+    if syslog is not None:
+        pos = syslog.end()
+        m = _TIMED.match(raw, pos) or _UNTIMED.match(raw, pos)
+        info = None
+        if m is None:
+            info = _SYSLOG_INFO.match(raw, pos)
+            if info is None:
+                return None
+            m = _UNTIMED.match(raw, info.end())
+            if m is None:  # pragma: no cover - the lookahead saw it
+                return None
+        bsd, rfc3339, shost, tag, pid = syslog.groups()
+        extra = h.extra
+        extra["syslog_host"] = _text(shost)
+        extra["syslog_tag"] = _text(tag)
+        if pid is not None:
+            extra["syslog_pid"] = pid.decode()
+        if info is not None:
+            extra["syslog_info"] = _text(info["info"])
+        if m.re is _UNTIMED:  # the time is the syslog daemon's
+            try:
+                if bsd is not None:
+                    h.when = times.syslog_time(bsd)
+                    if h.when is None:
+                        extra["syslog_time"] = bsd.decode()
+                else:
+                    h.when = datetime.fromisoformat(rfc3339.decode())
+            except ValueError as e:
+                stamp = (bsd or rfc3339).decode()
+                h.time_text, h.time_error = stamp, str(e)
+            return _fields(h, m, raw)
+    local, iso = m["local"], m["iso"]
+    try:
+        h.when = times.record_time(local, iso)
+    except ValueError as e:
+        h.time_text, h.time_error = (local or iso).decode(), str(e)
+    return _fields(h, m, raw)
+
+
+def _fields(h: _Header, m: re.Match[bytes], raw: bytes) -> _Header:
+    h.serverhost, h.user, h.host, cid, qid, h.op = m.group("serverhost", "user", "host", "cid", "qid", "op")
+    h.cid, h.qid = int(cid), qid
+    h.rest = m.end()
+    if h.op.startswith(b"QUERY"):
+        h.query = True
+        o = _QUERY_OPEN.match(raw, h.rest)
+        if o is not None:
+            h.closed = _closing_quote(raw, o.end()) >= 0
+    return h
+
+
+def _closing_quote(raw: bytes, start: int) -> int:
+    """Where the quote that closes a statement is, from `start` on; -1 if none (quirk 1).
+
+    It is the last quote, followed by the return code and the end of the line, and not
+    escaped: an even number of backslashes before it (a statement line of an old plugin
+    can end in "\\',0" and go on).
+    """
+    close = raw.rfind(b"'", start)
+    if close < 0 or _QUERY_CLOSE.match(raw, close + 1) is None:
+        return -1
+    before = close
+    while before > start and raw[before - 1] == 0x5C:  # backslash
+        before -= 1
+    return -1 if (close - before) % 2 else close
+
+
+class _PendingQuery:
+    """A QUERY whose quote has not closed yet, and the lines that continue it (quirk 1)."""
+
+    def __init__(self, offset: int, line: int, raw: bytes, head: _Header) -> None:
+        self.offset, self.line, self.head = offset, line, head
+        self.parts = [raw]
+        self.size = len(raw)
+        self.closed = False
+
+    def take(self, raw: bytes) -> bool:
+        """Continue the statement with this line, unless that would make it too long."""
+        if len(self.parts) > _MAX_CONTINUATION_LINES or self.size + len(raw) > _MAX_RECORD_BYTES:
+            return False
+        self.parts.append(raw)
+        self.size += len(raw)
+        close = _closing_quote(raw, 0)
+        self.closed = close >= 0
+        if self.closed and len(self.parts) == 2 and _QUERY_OPEN.match(self.parts[0], self.head.rest) is None:
+            # The quote may have opened on this line (after "db," and a line break).
+            joined = b"".join(self.parts)
+            o = _QUERY_OPEN.match(joined, self.head.rest)
+            self.closed = o is not None and o.end() <= len(self.parts[0]) + close
+        return True
+
+    def finish(self, hosts: _Hosts) -> Iterator[Item]:
+        raw = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        self.head.closed = self.closed
+        return _items(self.offset, self.line, raw, self.head, hosts)
+
+
+def _items(offset: int, line: int, raw: bytes, h: _Header, hosts: _Hosts) -> Iterator[Item]:
+    """The record of a complete line (or lines), and the Problems noting what is wrong in it."""
+    op = h.op
+    extra = h.extra
+    extra["query_id"] = h.qid.decode()
+    extra["serverhost"] = _text(h.serverhost)
+    extra["operation"] = op.decode()
+    notes: list[str] = []
+    database = None
+    status = None
+    if h.query:
+        command = _QUERY
+        o = _QUERY_OPEN.match(raw, h.rest)
+        if h.closed and o is not None:
+            close = _closing_quote(raw, o.end())
+            c = _QUERY_CLOSE.match(raw, close + 1)
+            assert close >= 0 and c is not None  # h.closed says so
+            argument = _unescape(raw[o.end() : close])
+            ret, more = c.groups()
+            extra["retcode"] = ret.decode()
+            status = "ok" if ret == b"0" else extra["retcode"]
+            if more is not None and more:
+                extra["after_retcode"] = _text(more)
+        else:
+            # Quirk 2: the quote never closes. Keep what there is.
+            body = raw[o.end() :] if o is not None else raw[raw.find(b",", h.rest) + 1 :]
+            argument = _unescape(_chomp(body))
+            extra["unterminated"] = "true"
+            notes.append(
+                "unterminated quoted statement: the record is kept with the text up to the end"
+                " of its last line, and no return code"
+            )
+        if o is not None:
+            database = o["db"]
+        else:
+            comma = raw.find(b",", h.rest)
+            database = raw[h.rest : comma] if comma >= 0 else None
+    else:
+        r = _PLAIN_REST.match(raw, h.rest)
+        renamed = None
+        if r is None and op == b"RENAME":
+            r4 = _RENAME_4.match(raw, h.rest)
+            if r4 is not None:
+                database, argument = r4["db"], r4["obj"]
+                renamed = r4["newdb"] + b"." + r4["new"]
+        elif r is not None:
+            database, argument, ret, more = r.group("db", "obj", "ret", "more")
+            if ret:
+                extra["retcode"] = ret.decode()
+                status = "ok" if ret == b"0" else extra["retcode"]
+            if more:
+                extra["after_retcode"] = _text(more)
+            if op == b"RENAME" and b"|" in argument:
+                renamed = argument.split(b"|", 1)[1]
+        if database is None:
+            yield Problem(
+                line=line,
+                offset=offset,
+                raw=raw[:PROBLEM_EXCERPT_BYTES],
+                reason=f"server_audit {op.decode()} record whose fields after the operation cannot be read",
+            )
+            return
+        if len(database) > _MAX_DATABASE_BYTES:  # quirk 10
+            extra["database_field"] = _text(database[:_MAX_DATABASE_BYTES])
+            database = b""
+        command = _CONNECTION_COMMANDS.get(op) or _TABLE_COMMANDS.get(op) or op.decode()
+        if renamed is not None:
+            extra["renamed_to"] = _text(renamed)
+        if op in _CONNECTION_COMMANDS:
+            if argument:
+                extra["object"] = _text(argument)
+            argument = b""
+            if op == b"FAILED_CONNECT":
+                status = "denied"
+    if h.time_error is not None:
+        extra["invalid_time"] = h.time_text  # type: ignore[assignment]
+        notes.insert(
+            0, f"invalid time {h.time_text!r} ({h.time_error}): the record is kept with an unknown time"
+        )
+    host, ip, port = hosts.get(h.host)
+    if port is not None:
+        extra["port"] = port
+    yield LogRecord(
+        line=line,
+        offset=offset,
+        raw=raw,
+        occurred_at=h.when,
+        connection_id=h.cid,
+        command=command,
+        argument=argument,
+        user=_text(h.user) or None,
+        host=host,
+        ip=ip,
+        database=_text(database) or None if database is not None else None,
+        status=status,
+        extra=extra,
+    )
+    for note in notes:
+        yield Problem(line=line, offset=offset, raw=raw[:PROBLEM_EXCERPT_BYTES], reason=note)
+
+
+def _add_garbage(pending: list, raw: bytes) -> None:  # type: ignore[type-arg]
+    """Count a line into a run of garbage, keeping a bounded excerpt."""
+    if len(pending[2]) < PROBLEM_EXCERPT_BYTES:
+        pending[2] += raw[: PROBLEM_EXCERPT_BYTES - len(pending[2])]
+    pending[3] += 1
+    pending[4] += len(raw)
+
+
+def _garbage_problem(pending: list) -> Problem:  # type: ignore[type-arg]
+    offset, line, excerpt, count, size = pending
+    lines_text = f"{count} line{'s' if count > 1 else ''}"
+    cut = f" (the first {PROBLEM_EXCERPT_BYTES} kept here)" if size > PROBLEM_EXCERPT_BYTES else ""
+    return Problem(
+        line=line,
+        offset=offset,
+        raw=excerpt,
+        reason=f"not a server_audit record: {lines_text}, {size} bytes{cut}",
+    )
+
+
+# -- detection ---------------------------------------------------------------------------
+
+# The operations the plugin writes (MariaDB and MariaDB Enterprise).
+_KNOWN_OPERATION = re.compile(
+    rb"CONNECT|FAILED_CONNECT|DISCONNECT|CHANGEUSER|QUERY(?:_[A-Z_]+)?|AUDIT_CONFIG|"
+    + b"|".join(_TABLE_OPERATIONS)
+)
+
+
+def recognise(head: bytes) -> bool:
+    """Whether the first KiB of a file is a server_audit log (file or syslog output).
+
+    True when a line in it starts a record whose operation is one the plugin writes.
+    General query logs (tab-separated, six-digit dates), JSON, XML and CSV audit logs
+    have no line of that shape.
+    """
+    times = _Times(None)
+    for raw in head[:1024].split(b"\n"):
+        if not raw:
+            continue
+        h = _header(raw, times)
+        if h is not None and _KNOWN_OPERATION.fullmatch(h.op):
+            return True
+    return False
