@@ -51,17 +51,14 @@ class Event:
     rows_affected: int | None = None
     status: str | None = None
 
-    def record_hash(self) -> bytes:
+    def record_hash(self, when: str | None = None) -> bytes:
         """The identity of this record for de-duplication.
 
         Built from the server, the time, the byte offset and the raw bytes: the same
         file ingested twice (or a rotated or gzipped copy of it) yields the same
         hashes, while identical statements at other offsets stay distinct.
         """
-        h = hashlib.blake2b(digest_size=16)
-        h.update(self.server.encode("utf-8", "surrogateescape"))
-        h.update(b"\x00")
-        h.update((self.occurred_at.isoformat() if self.occurred_at else "-").encode())
-        h.update(b"\x00%d\x00" % self.offset)
-        h.update(self.raw)
-        return h.digest()
+        if when is None:  # callers that have the time formatted already pass it
+            when = self.occurred_at.isoformat() if self.occurred_at else "-"
+        head = f"{self.server}\x00{when}\x00{self.offset}\x00".encode("utf-8", "surrogateescape")
+        return hashlib.blake2b(head + self.raw, digest_size=16).digest()

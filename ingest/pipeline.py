@@ -127,18 +127,25 @@ def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
     return source
 
 
-def _batches(items: Iterator[Event | Problem], size: int) -> Iterator[tuple[list[Event], list[Problem]]]:
+@dataclass
+class Batch:
+    events: list[Event]
+    problems: list[Problem]
+    bytes_read: int  # of the file on disk, once this batch was parsed
+
+
+def _batches(items: Iterator[Event | Problem], size: int, position: Callable[[], int]) -> Iterator[Batch]:
     events: list[Event] = []
     problems: list[Problem] = []
     for item in items:
         if isinstance(item, Event):
             events.append(item)
             if len(events) >= size:
-                yield events, problems
+                yield Batch(events, problems, position())
                 events, problems = [], []
         else:
             problems.append(item)
-    yield events, problems
+    yield Batch(events, problems, position())
 
 
 def ingest_file(
@@ -176,7 +183,9 @@ def ingest_file(
     hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year)
     items = classify_events(tracker.process(parser(opened.lines, hints)))
     try:
-        for events, problems in _batches(items, settings.INGEST_BATCH_SIZE):
+        batches = _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read)
+        for batch in batches:
+            events, problems = batch.events, batch.problems
             with transaction.atomic():
                 stored = writer.write(events)
                 ParseProblem.objects.bulk_create(
@@ -193,7 +202,7 @@ def ingest_file(
                     ],
                     ignore_conflicts=True,
                 )
-                run.bytes_read = opened.reader.bytes_read
+                run.bytes_read = batch.bytes_read
                 run.events_seen += len(events)
                 run.events_stored += stored
                 run.problems += len(problems)

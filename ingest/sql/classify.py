@@ -221,6 +221,9 @@ _USE_RE = re.compile(
 
 def use_database(sql: str) -> str | None:
     """The database a `USE db` statement switches to, else None."""
+    start = sql[:1] or " "
+    if start not in "uU/#-( \t\r\n":  # cheap: nearly every statement starts with another letter
+        return None
     m = _USE_RE.match(sql)
     if not m:
         return None

@@ -102,3 +102,19 @@ def test_an_enormous_statement_is_bounded_in_sql_but_whole_in_raw(ingest_bytes) 
     assert "sql_truncated" in event.flags
     assert bytes(event.raw).endswith(statement + b"\n")
     assert event.destructive
+
+
+def test_values_with_copy_and_array_syntax_are_stored_exactly(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    # Tabs, newlines, backslashes, quotes, braces and commas: COPY and array literal syntax.
+    user = "o\\'\"{x,y}\\N"
+    statement = 'DELETE FROM `we"ird\\,{t}` WHERE a = \'x\\ty\'\n  AND b = "\\\\N"'
+    ingest_bytes(
+        f"2026-01-05T09:00:00.000000Z\t    7 Connect\t{user}@h\\N on shop using TCP/IP\n"
+        f"2026-01-05T09:00:01.000000Z\t    7 Query\t{statement}\n".encode()
+    )
+    event = Event.objects.get(statement_type="DELETE")
+    assert event.sql == statement
+    assert event.user == user
+    assert event.host == "h\\N"
+    assert event.tables == ['shop.we"ird\\,{t}']
+    assert bytes(event.raw).endswith(statement.encode() + b"\n")
