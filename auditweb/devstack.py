@@ -55,7 +55,12 @@ REPO = Path(__file__).resolve().parent.parent
 DEVDATA = Path(os.environ.get("AUDITWEB_DEVDATA") or REPO / ".devdata").resolve()
 PYTHON = sys.executable
 PG_SYSTEM_USER = "embedded_postgres"
-SAMPLE_LOGS = "tests/fixtures/genlog/*.log"
+# The bundled sample logs, written by the real MariaDB (see each folder's regenerate.py), and the
+# server label each is ingested under: one label per log kind, as each came from its own run.
+SAMPLE_LOGS = {
+    "tests/fixtures/genlog/*.log": "demo-general-log",
+    "tests/fixtures/server_audit/*.log": "demo-server-audit",
+}
 # sun_path holds 108 bytes on Linux; PostgreSQL appends "/.s.PGSQL.5432.lock".
 MAX_SOCKET_DIR = 80
 
@@ -584,12 +589,13 @@ def demo(stack: Stack) -> int:
     stack.run([*manage, "migrate", "--no-input"])
     _, login = stack.run([*manage, "create_login", "admin"], capture=True)
     print(login, end="", flush=True)
-    samples = sorted(glob.glob(SAMPLE_LOGS))
-    if samples:
-        say(f"ingesting {len(samples)} sample logs ({SAMPLE_LOGS}) as server 'demo'")
-        stack.run([*manage, "ingest", *samples, "--server", "demo"])
-    else:
-        say(f"no sample logs match {SAMPLE_LOGS}: starting without data")
+    for pattern, server in SAMPLE_LOGS.items():
+        samples = sorted(glob.glob(pattern))
+        if samples:
+            say(f"ingesting {len(samples)} sample log(s) ({pattern}) as server {server!r}")
+            stack.run([*manage, "ingest", *samples, "--server", server])
+        else:
+            say(f"no sample logs match {pattern}")
 
     schedule = stack.home / "celerybeat-schedule"
     stack.spawn(
