@@ -23,9 +23,12 @@ class Source(models.Model):
     class Format(models.TextChoices):
         AUTO = "auto"
         GENERAL_LOG = "general-log", "General query log"
-        GENERAL_LOG_CSV = "general-log-csv", "general_log.CSV"
+        GENERAL_LOG_CSV = "general-log-csv", "general_log.CSV (CSV engine file)"
+        GENERAL_LOG_TSV = "general-log-tsv", "mysql.general_log exported INTO OUTFILE"
         MARIADB_AUDIT = "mariadb-audit", "MariaDB server_audit"
-        JSON_AUDIT = "json-audit", "JSON audit log"
+        JSON_AUDIT = "json-audit", "JSON audit log (McAfee/Trellix, Percona, MySQL Enterprise)"
+        XML_AUDIT = "xml-audit", "XML audit log (Percona, MySQL Enterprise)"
+        AUDIT_CSV = "audit-csv", "Percona audit_log CSV"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FILE)
@@ -39,6 +42,9 @@ class Source(models.Model):
     interval_seconds = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Where the next incremental read starts (a live table's watermark; later, file offsets and
+    # the parser's pending state). Written in the same transaction as the events it covers.
+    checkpoint = models.JSONField(default=dict, blank=True)
 
     def __str__(self) -> str:
         return self.name

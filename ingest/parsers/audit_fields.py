@@ -1,0 +1,91 @@
+"""Field readers shared by the audit log formats (XML, CSV, JSON): accounts, times, outcomes.
+
+Pure: no Django. The formats differ in layout but name the same things the same way,
+because MySQL Enterprise Audit and Percona's audit_log plugin share their field set.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+# `priv_user[user] @ host [ip]`: the account the server authenticated (priv_user), the name
+# the client gave (in brackets), the host name and the address; any part may be empty.
+_USER_HOST = re.compile(
+    r"""
+    ^\s*
+    (?P<account>[^\[\]]*?)\s*               # priv_user, as authenticated
+    \[(?P<user>[^\[\]]*)\]\s*               # [user], as the client gave it
+    @\s*(?P<host>[^\[\]]*?)\s*              # host name (may be empty)
+    (?:\[(?P<ip>[^\[\]]*)\])?\s*$           # [ip] (may be empty or missing)
+    """,
+    re.VERBOSE,
+)
+
+
+class UserHost(NamedTuple):
+    user: str | None  # the name the client gave
+    account: str | None  # the authenticated account (priv_user)
+    host: str | None
+    ip: str | None
+
+
+def parse_user_host(text: str) -> UserHost | None:
+    """Split `priv_user[user] @ host [ip]`; None when `text` is not in that form (a bare name)."""
+    m = _USER_HOST.match(text)
+    if m is None:
+        return None
+    return UserHost(
+        user=m["user"] or None,
+        account=m["account"] or None,
+        host=m["host"] or None,
+        ip=m["ip"] or None,
+    )
+
+
+# "2019-10-03T14:06:33 UTC", "2019-10-03T14:06:33", "2019-10-03 14:06:33", with fractions.
+_TIME = re.compile(
+    r"""
+    ^\s*(?P<stamp>\d{4}-\d{2}-\d{2}[T\x20]\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)  # date and time
+    \s*(?P<zone>UTC|Z|[+-]\d{2}:?\d{2})?\s*$                                  # zone, if any
+    """,
+    re.VERBOSE,
+)
+
+
+def parse_time(text: str) -> datetime | None:
+    """An audit timestamp as a datetime: aware when the text names a zone, else naive (server
+    local time: the pipeline applies the source's zone). None when it is no timestamp."""
+    m = _TIME.match(text)
+    if m is None:
+        return None
+    try:
+        when = datetime.fromisoformat(m["stamp"].replace(" ", "T"))
+    except ValueError:
+        return None
+    zone = m["zone"]
+    if zone in ("UTC", "Z"):
+        return when.replace(tzinfo=UTC)
+    if zone:
+        return datetime.fromisoformat(m["stamp"].replace(" ", "T") + zone[:3] + ":" + zone[-2:])
+    return when
+
+
+def outcome(code: str | int | None) -> str | None:
+    """A status as AuditWeb stores it: None (not said), "ok" (0), or the error code as text."""
+    if code is None:
+        return None
+    text = str(code).strip()
+    if not text:
+        return None
+    return "ok" if text == "0" else text
+
+
+def to_int(text: str | int | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(str(text).strip())
+    except ValueError:
+        return None

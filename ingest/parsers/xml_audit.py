@@ -1,0 +1,257 @@
+"""XML audit logs: MySQL Enterprise Audit and Percona's audit_log / audit_log_filter plugins.
+
+Pure: no Django, no file opening. Bytes lines in, records out, in file order. Two layouts,
+both inside an `<AUDIT>` element after an XML declaration:
+
+    NEW (audit_log_format=NEW, the default):   OLD (audit_log_format=OLD):
+      <AUDIT_RECORD>                             <AUDIT_RECORD
+        <NAME>Query</NAME>                           NAME="Query"
+        <TIMESTAMP>2019-10-03T14:09:38 UTC</...>     TIMESTAMP="2019-10-03T14:25:24 UTC"
+        <CONNECTION_ID>5</CONNECTION_ID>             CONNECTION_ID="4"
+        <USER>root[root] @ localhost [127.0.0.1]</USER>   USER="root[root] @ localhost []"
+        <SQLTEXT>DROP TABLE t</SQLTEXT>              SQLTEXT="DROP TABLE IF EXISTS t"/>
+      </AUDIT_RECORD>
+
+How it is read:
+
+1. A scanner finds each record's bytes (from `<AUDIT_RECORD` to its `</AUDIT_RECORD>`, or
+   to the `/>` outside quoted attribute values) without parsing the document: a log that
+   is still being written has no `</AUDIT>` yet, and a file can be any size. Each record
+   keeps its exact raw bytes, byte offset and first line.
+2. Each record alone is parsed with ElementTree. A record never holds a DTD (`<!`), so no
+   entity can be declared or expanded (no billion laughs, no external entities). A record
+   that is not well-formed as bytes is tried again as UTF-8 with replacement characters
+   and without the control bytes XML forbids (its raw bytes stay as they were); if it
+   still is not, it becomes a Problem.
+3. Between records only the envelope may stand (`<?xml ...?>`, `<AUDIT>`, `</AUDIT>`,
+   white space): anything else becomes a Problem with its position, never dropped. A
+   record longer than MAX_RECORD_BYTES, or unfinished at the end, becomes a Problem.
+
+Records map to the general log's vocabulary: NAME `Connect`, `Quit`, `Query`,
+`Change user` and `Execute` keep their names (a Connect with a non-zero STATUS is a
+refused login: status is the error code); every other NAME (`Audit`, `NoAudit`,
+`Query Start`, `Command Start`, ... of audit_log_filter, which writes several records per
+statement) keeps its own name, so that only `Query` counts as the statement. USER is
+either a bare name (Connect records; PRIV_USER is then the account) or
+`priv_user[user] @ host [ip]`. Times name their zone (`UTC`) or are server-local (naive).
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+
+from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+
+__all__ = ["FORMAT", "MAX_RECORD_BYTES", "parse_xml_audit", "recognise"]
+
+FORMAT = "xml-audit"
+MAX_RECORD_BYTES = 16 << 20
+
+_OPEN = b"<AUDIT_RECORD"
+_CLOSE = b"</AUDIT_RECORD>"
+# What may stand between records: the XML declaration, the <AUDIT> element's tags, space.
+_ENVELOPE = re.compile(rb"(?:\s+|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*")
+# Characters XML 1.0 forbids (C0 controls but tab, newline, carriage return).
+_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+# NAMEs that are the general log's commands under the same name.
+_COMMANDS = {"Connect", "Quit", "Query", "Change user", "Execute"}
+_NOT_EXTRA = {"NAME", "TIMESTAMP", "CONNECTION_ID", "USER", "HOST", "IP", "DB", "SQLTEXT", "STATUS"}
+
+
+def recognise(head: bytes) -> bool:
+    """An XML audit log: its first KiB holds an `<AUDIT_RECORD` (after the `<AUDIT>` envelope)."""
+    return _OPEN in head[:1024] and head.lstrip()[:1] == b"<"
+
+
+class _Scanner:
+    def __init__(self, start_offset: int, start_line: int) -> None:
+        self.offset = start_offset
+        self.line = start_line
+        self.record: bytearray | None = None  # bytes of the record being read
+        self.record_at = (0, 0)  # its (offset, line)
+        self.mode = b""  # b"new" (element children) or b"old" (attributes); b"" until known
+        self.in_quote = False  # inside an attribute value (old layout)
+        self.skipping = False  # reading past the rest of a record too long to keep
+        self.garbage: bytearray = bytearray()
+        self.garbage_at = (0, 0)
+        self.garbage_size = 0
+
+    def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
+        for raw_line in lines:
+            yield from self._line(raw_line)
+            self.offset += len(raw_line)
+            self.line += 1
+
+    def finish(self) -> Iterator[Item]:
+        if self.record is not None and not self.skipping:
+            offset, line = self.record_at
+            yield Problem(
+                line, offset, bytes(self.record[:PROBLEM_EXCERPT_BYTES]), "unfinished record at the end"
+            )
+            self.record = None
+        yield from self._flush_garbage()
+
+    # -- scanning ------------------------------------------------------------------------------
+
+    def _line(self, data: bytes) -> Iterator[Item]:
+        pos = 0
+        while pos < len(data):
+            if self.record is None:
+                start = data.find(_OPEN, pos)
+                self._between(data[pos : start if start >= 0 else len(data)], pos)
+                if start < 0:
+                    return
+                yield from self._flush_garbage()
+                self.record = bytearray(_OPEN)
+                self.record_at = (self.offset + start, self.line)
+                self.mode, self.in_quote, self.skipping = b"", False, False
+                pos = start + len(_OPEN)
+                continue
+            end = self._record_end(data, pos)
+            if end < 0:
+                if not self.skipping:
+                    self.record += data[pos:]
+                    if len(self.record) > MAX_RECORD_BYTES:
+                        yield self._too_long()
+                return
+            if self.skipping:  # the end of a record too long to keep, reported already
+                self.record, self.skipping = None, False
+                pos = end
+                continue
+            self.record += data[pos:end]
+            raw, (offset, line) = bytes(self.record), self.record_at
+            self.record = None
+            yield _record(raw, offset, line)
+            pos = end
+
+    def _record_end(self, data: bytes, pos: int) -> int:
+        """Where the record ends in data[pos:] (the index after it), or -1 if not on this line."""
+        if not self.mode:
+            rest = data[pos:].lstrip()
+            if not rest:
+                return -1
+            self.mode = b"new" if rest[:1] == b">" else b"old"
+        if self.mode == b"new":
+            end = data.find(_CLOSE, pos)
+            return end + len(_CLOSE) if end >= 0 else -1
+        i = pos
+        while i < len(data):
+            c = data[i]
+            if c == 0x22:  # "
+                self.in_quote = not self.in_quote
+            elif not self.in_quote and c == 0x3E:  # > ends the tag: "/>" alone, or the start of a body
+                if data[i - 1 : i] == b"/" or (i == pos and self.record and self.record[-1:] == b"/"):
+                    return i + 1
+                self.mode = b"new"  # <AUDIT_RECORD attr="..."> with children after all
+                end = data.find(_CLOSE, i)
+                return end + len(_CLOSE) if end >= 0 else -1
+            i += 1
+        return -1
+
+    def _between(self, data: bytes, pos: int) -> None:
+        if not data:
+            return
+        m = _ENVELOPE.match(data)
+        if m and m.end() == len(data) and not self.garbage:
+            return
+        if not self.garbage:
+            self.garbage_at = (self.offset + pos, self.line)
+        self.garbage_size += len(data)
+        if len(self.garbage) < PROBLEM_EXCERPT_BYTES:
+            self.garbage += data[: PROBLEM_EXCERPT_BYTES - len(self.garbage)]
+
+    def _flush_garbage(self) -> Iterator[Item]:
+        if self.garbage and self.garbage.strip():
+            offset, line = self.garbage_at
+            # Trailing envelope (e.g. "</AUDIT>") after the garbage is part of the same run.
+            yield Problem(
+                line, offset, bytes(self.garbage), f"not an audit record: {self.garbage_size} bytes"
+            )
+        self.garbage = bytearray()
+        self.garbage_size = 0
+
+    def _too_long(self) -> Problem:
+        offset, line = self.record_at
+        excerpt = bytes(self.record[:PROBLEM_EXCERPT_BYTES]) if self.record else b""
+        self.record = bytearray()  # its bytes are dropped until it ends (self.skipping)
+        self.skipping = True
+        return Problem(line, offset, excerpt, f"record longer than {MAX_RECORD_BYTES} bytes: skipped")
+
+
+# -- one record ------------------------------------------------------------------------------------
+
+
+def _element(raw: bytes) -> ET.Element:
+    if b"<!" in raw:
+        raise ValueError("a record may not declare anything (<!...)")
+    try:
+        return ET.fromstring(raw)  # one record, no DTD: no entity can be declared
+    except ET.ParseError:
+        text = _FORBIDDEN.sub("", raw.decode("utf-8", "replace"))
+        return ET.fromstring(text)
+
+
+def _fields(element: ET.Element) -> tuple[dict[str, str], dict[str, str]]:
+    """The record's fields (attributes, or child elements' text) and its connection attributes."""
+    fields = {key.upper(): value for key, value in element.attrib.items()}
+    attributes: dict[str, str] = {}
+    for child in element:
+        if child.tag == "CONNECTION_ATTRIBUTES":
+            for attribute in child:
+                name, value = attribute.findtext("NAME"), attribute.findtext("VALUE")
+                if name:
+                    attributes[name] = value or ""
+        else:
+            fields[child.tag.upper()] = child.text or ""
+    return fields, attributes
+
+
+def _record(raw: bytes, offset: int, line: int) -> Item:
+    try:
+        fields, attributes = _fields(_element(raw))
+    except (ET.ParseError, ValueError) as error:
+        return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not a readable audit record: {error}")
+    name = fields.get("NAME", "").strip()
+    user_field = fields.get("USER", "").strip()
+    split = parse_user_host(user_field) if user_field else None
+    account = fields.get("PRIV_USER", "").strip() or (split.account if split else None)
+    user = (split.user if split else user_field) or account
+    host = fields.get("HOST", "").strip() or (split.host if split else None)
+    ip = fields.get("IP", "").strip() or (split.ip if split else None)
+    status = outcome(fields.get("STATUS"))  # a refused Connect keeps its code (e.g. 1045)
+    extra = {key.lower(): value for key, value in fields.items() if key not in _NOT_EXTRA and value}
+    extra["layout"] = "xml"
+    if account:
+        extra["account"] = account
+    for key in ("program_name", "_os", "_client_name", "_pid"):
+        if attributes.get(key):
+            extra[f"attr{key}" if key.startswith("_") else key] = attributes[key]
+    when_text = fields.get("TIMESTAMP", "")
+    when = parse_time(when_text) if when_text else None
+    if when_text and when is None:
+        extra["invalid_time"] = when_text
+    return LogRecord(
+        line=line,
+        offset=offset,
+        raw=raw,
+        occurred_at=when,
+        connection_id=to_int(fields.get("CONNECTION_ID")),
+        command=name if name in _COMMANDS else (name or "Unknown"),
+        argument=fields.get("SQLTEXT", "").encode("utf-8", "surrogateescape"),
+        user=user or None,
+        host=host or None,
+        ip=ip or None,
+        database=fields.get("DB", "").strip() or None,
+        status=status,
+        extra=extra,
+    )
+
+
+def parse_xml_audit(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
+    """Every record and problem of an XML audit log, in order. See the module docstring."""
+    scanner = _Scanner(start_offset, start_line)
+    yield from scanner.feed(lines)
+    yield from scanner.finish()
