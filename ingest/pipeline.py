@@ -25,8 +25,10 @@ from ingest.models import IngestRun, ParseProblem, Source, SourceFile
 from ingest.normalize import SessionTracker, classify_events
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.general_log import parse_general_log
+from ingest.parsers.json_audit import parse_json_audit
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 from ingest.parsers.server_audit import parse_server_audit
+from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.store import EventWriter
 
 log = logging.getLogger(__name__)
@@ -51,6 +53,8 @@ class FileHints:
 PARSERS: dict[str, Callable[[Iterable[bytes], FileHints], Iterator[Item]]] = {
     "general-log": lambda lines, hints: parse_general_log(lines),
     "mariadb-audit": _server_audit,
+    "json-audit": lambda lines, hints: parse_json_audit(lines),
+    "xml-audit": lambda lines, hints: parse_xml_audit(lines),
 }
 
 Progress = Callable[[IngestRun], None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ingest.parsers import server_audit
+from ingest.parsers import json_audit, server_audit, xml_audit
 
 HEAD_BYTES = 1024
 
@@ -32,6 +32,8 @@ def _general_log(head: bytes) -> bool:
 # Each format's own test of the first KiB, tried in this order: the layouts with the most
 # distinctive shape first, so that a looser test never claims a file another one knows.
 RECOGNISERS: dict[str, Callable[[bytes], bool]] = {
+    json_audit.FORMAT: json_audit.recognise,
+    xml_audit.FORMAT: xml_audit.recognise,
     server_audit.FORMAT: server_audit.recognise,
     "general-log": _general_log,
 }
