@@ -23,6 +23,7 @@ from django.utils import timezone
 from ingest.events import Event
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile
 from ingest.normalize import SessionTracker, classify_events
+from ingest.parsers.audit_csv import parse_audit_csv
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.general_log import parse_general_log
 from ingest.parsers.json_audit import parse_json_audit
@@ -55,6 +56,7 @@ PARSERS: dict[str, Callable[[Iterable[bytes], FileHints], Iterator[Item]]] = {
     "mariadb-audit": _server_audit,
     "json-audit": lambda lines, hints: parse_json_audit(lines),
     "xml-audit": lambda lines, hints: parse_xml_audit(lines),
+    "audit-csv": lambda lines, hints: parse_audit_csv(lines),
 }
 
 Progress = Callable[[IngestRun], None]
