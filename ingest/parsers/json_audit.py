@@ -136,6 +136,16 @@ class _Scanner:
                     self.buffer = None  # skip the rest of it
                     yield Problem(line, offset, excerpt, f"JSON object longer than {MAX_OBJECT_BYTES} bytes")
             if end < 0:
+                if self.in_string and data.endswith(b"\n"):
+                    # JSON strings hold no raw newline: the object is broken (cut short, or
+                    # wrapped by hand). Report it and start afresh on the next line, so that
+                    # one bad record never swallows the good ones after it.
+                    offset, line = self.start
+                    excerpt = bytes(self.buffer[:PROBLEM_EXCERPT_BYTES]) if self.buffer is not None else b""
+                    self.depth, self.in_string, self.buffer = 0, False, None
+                    yield Problem(
+                        line, offset, excerpt, "not valid JSON: a string runs past the end of its line"
+                    )
                 return
             if self.buffer is not None:
                 raw, (offset, line) = bytes(self.buffer), self.start

@@ -111,6 +111,18 @@ class _Scanner:
                 pos = start + len(_OPEN)
                 continue
             end = self._record_end(data, pos)
+            restart = data.find(_OPEN, pos)
+            if restart >= 0 and (end < 0 or restart < end):
+                # A new record begins before this one ended: "<" cannot stand raw inside a
+                # record, so this one is broken (a stray quote, cut short). Report, go on.
+                if not self.skipping:
+                    self.record += data[pos:restart]
+                    offset, line = self.record_at
+                    excerpt = bytes(self.record[:PROBLEM_EXCERPT_BYTES])
+                    yield Problem(line, offset, excerpt, "not a readable audit record: it never ends")
+                self.record, self.skipping = None, False
+                pos = restart
+                continue
             if end < 0:
                 if not self.skipping:
                     self.record += data[pos:]
