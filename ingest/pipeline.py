@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -22,10 +23,12 @@ from django.utils import timezone
 
 from ingest.events import Event
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile
+from ingest.mysql_table import Puller
 from ingest.normalize import SessionTracker, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.general_log import parse_general_log
+from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
 from ingest.parsers.json_audit import parse_json_audit
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 from ingest.parsers.server_audit import parse_server_audit
@@ -57,6 +60,8 @@ PARSERS: dict[str, Callable[[Iterable[bytes], FileHints], Iterator[Item]]] = {
     "json-audit": lambda lines, hints: parse_json_audit(lines),
     "xml-audit": lambda lines, hints: parse_xml_audit(lines),
     "audit-csv": lambda lines, hints: parse_audit_csv(lines),
+    "general-log-csv": lambda lines, hints: parse_general_log_csv(lines),
+    "general-log-tsv": lambda lines, hints: parse_general_log_tsv(lines),
 }
 
 Progress = Callable[[IngestRun], None]
@@ -154,6 +159,23 @@ def _batches(items: Iterator[Event | Problem], size: int, position: Callable[[],
     yield Batch(events, problems, position())
 
 
+def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Problem]) -> None:
+    ParseProblem.objects.bulk_create(
+        [
+            ParseProblem(
+                run=run,
+                source_file=source_file,
+                line=p.line,
+                offset=p.offset,
+                reason=p.reason[:500],
+                excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
+            )
+            for p in problems
+        ],
+        ignore_conflicts=True,  # a problem at the same position, seen by an earlier run
+    )
+
+
 def ingest_file(
     path: Path,
     *,
@@ -194,20 +216,7 @@ def ingest_file(
             events, problems = batch.events, batch.problems
             with transaction.atomic():
                 stored = writer.write(events)
-                ParseProblem.objects.bulk_create(
-                    [
-                        ParseProblem(
-                            run=run,
-                            source_file=source_file,
-                            line=p.line,
-                            offset=p.offset,
-                            reason=p.reason[:500],
-                            excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
-                        )
-                        for p in problems
-                    ],
-                    ignore_conflicts=True,
-                )
+                _store_problems(run, source_file, problems)
                 run.bytes_read = batch.bytes_read
                 run.events_seen += len(events)
                 run.events_stored += stored
@@ -231,4 +240,80 @@ def ingest_file(
         size=opened.size, sha256=opened.reader.sha256.hexdigest(), bytes_read=opened.reader.bytes_read,
         last_read_at=run.finished_at,
     )  # fmt: skip
+    return run
+
+
+# -- the mysql.general_log table, live ------------------------------------------------------------
+
+
+def table_source(*, dsn: str, server: str) -> Source:
+    """The mysql-table source of one server's general_log (its DSN is kept without a password)."""
+    safe = redact_dsn(dsn)
+    source, _ = Source.objects.get_or_create(
+        name=f"{server}: mysql.general_log at {safe}",
+        defaults={"kind": Source.Kind.MYSQL_TABLE, "dsn": safe, "server": server, "timezone": "UTC"},
+    )
+    return source
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN without its password: `mysql://user@host:port/?unix_socket=...`."""
+    parts = urlsplit(dsn)
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme or "mysql", netloc, parts.path, parts.query, ""))
+
+
+def ingest_table(source: Source, conn: object, *, progress: Progress | None = None) -> IngestRun:
+    """Pull the rows of mysql.general_log added since the source's checkpoint into the store.
+
+    Each batch of events is committed with the checkpoint that covers it (the puller's
+    watermark and the session tracker's state), so a pull killed at any point resumes
+    where its last committed batch ended: nothing lost, nothing stored twice. `conn` is a
+    DB-API connection with SELECT on mysql.general_log (see ingest.mysql_table.connect).
+    """
+    path = f"{source.dsn or 'mysql://'}/mysql.general_log"
+    source_file, _ = SourceFile.objects.get_or_create(
+        source=source,
+        path=path,
+        head_sha256=hashlib.sha256(path.encode()).hexdigest(),  # a table has no head: its address
+        defaults={"size": 0},
+    )
+    run = IngestRun.objects.create(source=source, source_file=source_file)
+    checkpoint = dict(source.checkpoint or {})
+    tz = ZoneInfo(source.timezone)
+    state = checkpoint.get("tracker")
+    tracker = (
+        SessionTracker.from_state(source.server, tz, state) if state else SessionTracker(source.server, tz)
+    )
+    puller = Puller(conn, checkpoint.get("watermark"))
+    writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
+    items = classify_events(tracker.process(puller.records()))
+    try:
+        for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: puller.rows_read):
+            with transaction.atomic():
+                stored = writer.write(batch.events)
+                _store_problems(run, source_file, batch.problems)
+                checkpoint = {"watermark": puller.watermark, "tracker": tracker.to_state()}
+                Source.objects.filter(pk=source.pk).update(checkpoint=checkpoint)
+                run.bytes_read = batch.bytes_read  # rows read, for a table
+                run.events_seen += len(batch.events)
+                run.events_stored += stored
+                run.problems += len(batch.problems)
+                run.save(update_fields=["bytes_read", "events_seen", "events_stored", "problems"])
+            if progress:
+                progress(run)
+    except Exception as e:
+        run.status = IngestRun.Status.FAILED
+        run.error = f"{type(e).__name__}: {e}"[:2000]
+        run.finished_at = timezone.now()
+        run.save(update_fields=["status", "error", "finished_at"])
+        raise
+    source.checkpoint = checkpoint
+    run.status = IngestRun.Status.DONE
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "finished_at"])
+    SourceFile.objects.filter(pk=source_file.pk).update(last_read_at=run.finished_at)
     return run

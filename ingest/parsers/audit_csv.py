@@ -70,8 +70,8 @@ def _record(fields: list[str], raw: bytes, offset: int, line: int) -> Item:
     extra = {key.lower(): value for key, value in v.items() if value and key not in _USED}
     extra["layout"] = "percona-csv"
     user_field = v.get("USER", "").strip()
-    split = parse_user_host(user_field) if user_field else None
-    if split is not None:
+    split = parse_user_host(user_field)
+    if any(split):
         user, host, ip = split.user or split.account, split.host, split.ip
         if split.account:
             extra["account"] = split.account

@@ -10,17 +10,24 @@ import re
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-# `priv_user[user] @ host [ip]`: the account the server authenticated (priv_user), the name
-# the client gave (in brackets), the host name and the address; any part may be empty.
+# `priv_user[user] @ host [ip]`, as MariaDB and MySQL build it (make_user_name in sql/log.cc)
+# for the general_log table and the audit plugins, each part empty when unknown:
+#   "root[root] @ localhost []"                  socket connection
+#   "alice[alice] @ localhost [127.0.0.1]"       TCP, host name resolved
+#   "u[u] @  [127.0.0.1]"                        TCP, skip-name-resolve
+#   "[alice] @ localhost [127.0.0.1]"            before authentication (no account yet)
+#   "joe[anon] @ host [10.0.0.5]"                authenticated as another account
+#   "[SQL_SLAVE] @  []"                          replication threads
 _USER_HOST = re.compile(
     r"""
-    ^\s*
-    (?P<account>[^\[\]]*?)\s*               # priv_user, as authenticated
-    \[(?P<user>[^\[\]]*)\]\s*               # [user], as the client gave it
-    @\s*(?P<host>[^\[\]]*?)\s*              # host name (may be empty)
-    (?:\[(?P<ip>[^\[\]]*)\])?\s*$           # [ip] (may be empty or missing)
+    (?P<account>[^\[]*)          # priv_user: the account the server authenticated
+    \[(?P<user>.*)\]             # the user name the client gave (may itself hold brackets)
+    [ ]@[ ]
+    (?P<host>[^ ]*)              # host name (or address), empty when not resolved
+    [ ]\[(?P<ip>[^\]]*)\]        # client address, empty for socket connections
+    [ \t\r\n]*\Z
     """,
-    re.VERBOSE,
+    re.VERBOSE | re.DOTALL,
 )
 
 
@@ -31,17 +38,18 @@ class UserHost(NamedTuple):
     ip: str | None
 
 
-def parse_user_host(text: str) -> UserHost | None:
-    """Split `priv_user[user] @ host [ip]`; None when `text` is not in that form (a bare name)."""
+NOBODY = UserHost(None, None, None, None)
+
+
+def parse_user_host(text: str | bytes) -> UserHost:
+    """Split `priv_user[user] @ host [ip]`; every part None when empty, all None when `text` is
+    not in that form (a bare user name, say: `any(result)` tells)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
     m = _USER_HOST.match(text)
     if m is None:
-        return None
-    return UserHost(
-        user=m["user"] or None,
-        account=m["account"] or None,
-        host=m["host"] or None,
-        ip=m["ip"] or None,
-    )
+        return NOBODY
+    return UserHost(m["user"] or None, m["account"] or None, m["host"] or None, m["ip"] or None)
 
 
 # "2019-10-03T14:06:33 UTC", "2019-10-03T14:06:33", "2019-10-03 14:06:33", with fractions.

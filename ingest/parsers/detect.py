@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ingest.parsers import audit_csv, json_audit, server_audit, xml_audit
+from ingest.parsers import audit_csv, general_log_table, json_audit, server_audit, xml_audit
 
 HEAD_BYTES = 1024
 
@@ -35,6 +35,8 @@ RECOGNISERS: dict[str, Callable[[bytes], bool]] = {
     json_audit.FORMAT: json_audit.recognise,
     xml_audit.FORMAT: xml_audit.recognise,
     audit_csv.FORMAT: audit_csv.recognise,
+    general_log_table.FORMAT_CSV: general_log_table.recognise_csv,
+    general_log_table.FORMAT_TSV: general_log_table.recognise_tsv,
     server_audit.FORMAT: server_audit.recognise,
     "general-log": _general_log,
 }

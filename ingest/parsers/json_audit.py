@@ -236,8 +236,8 @@ def _record(value: dict[str, Any], raw: bytes, offset: int, line: int) -> Item:
 
 def _who(user_field: str | None, host: str | None, ip: str | None) -> tuple[str | None, ...]:
     """(user, account, host, ip) from a user field that may be `priv[user] @ host [ip]`."""
-    split = parse_user_host(user_field) if user_field else None
-    if split is None:
+    split = parse_user_host(user_field or "")
+    if not any(split):
         return user_field, None, host, ip
     return split.user or split.account, split.account, host or split.host, ip or split.ip
 

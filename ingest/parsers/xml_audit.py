@@ -229,6 +229,7 @@ def _record(raw: bytes, offset: int, line: int) -> Item:
     name = fields.get("NAME", "").strip()
     user_field = fields.get("USER", "").strip()
     split = parse_user_host(user_field) if user_field else None
+    split = split if split and any(split) else None
     account = fields.get("PRIV_USER", "").strip() or (split.account if split else None)
     user = (split.user if split else user_field) or account
     host = fields.get("HOST", "").strip() or (split.host if split else None)

@@ -62,11 +62,15 @@ def test_the_real_mariadb_fixtures_are_recognised() -> None:
         assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "general-log"
     for path in (FIXTURES / "server_audit").glob("*.log"):
         assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "mariadb-audit"
+    for path in (FIXTURES / "general_log_table").glob("*.CSV"):
+        assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "general-log-csv"
+    for path in (FIXTURES / "general_log_table").glob("*.tsv"):
+        assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "general-log-tsv"
 
 
 def test_an_unknown_head_names_what_was_tried_and_its_first_line() -> None:
     with pytest.raises(UnknownFormat) as caught:
         detect_format(b"\x00\x01binary first line\nsecond\n")
     message = str(caught.value)
-    assert "json-audit, xml-audit, audit-csv, mariadb-audit" in message
+    assert "json-audit, xml-audit, audit-csv, general-log-csv, general-log-tsv, mariadb-audit" in message
     assert "'\\x00\\x01binary first line'" in message

@@ -1,0 +1,203 @@
+"""Incremental pulls of `mysql.general_log` from a live server (log_output=TABLE).
+
+No Django: the caller hands in a DB-API connection (PyMySQL; a read-only account with
+SELECT on mysql.general_log is enough) and a watermark (a JSON-serialisable dict, or None
+for the first pull), and gets LogRecords (ingest.parsers.general_log_table.row_record) and
+the watermark to store for the next pull:
+
+    puller = Puller(conn, checkpoint.get("watermark"))
+    for record in puller.records():
+        ...                                  # store it
+        checkpoint["watermark"] = puller.watermark   # valid after every record
+
+How it reads: one query, `event_time >= since ORDER BY event_time`, streamed through a
+server-side cursor (`chunk` rows a fetch), with the session's time_zone set to UTC, so
+every time is an aware UTC datetime and the watermark is in UTC whatever the server's
+zone. `user_host`, `command_type` and `argument` are read as bytes (CAST AS BINARY): the
+argument is any bytes.
+
+The watermark:
+
+    {"time": "2026-11-22T12:30:01.123456+00:00",   # the newest event_time read
+     "since": "2026-11-22T12:29:59.123456+00:00",  # where the next pull starts reading
+     "seen": ["9f0c...", ...]}                     # row hashes read at or after `since`
+
+`since` is `overlap` seconds (default 2) before `time`: the next pull reads that window
+again and skips the rows whose hash is in `seen`. So rows sharing a timestamp, rows that
+became visible late with a time inside the window, and a pull stopped half-way (the
+watermark is up to date after every record the caller received) give every row exactly
+once, without relying on the store to drop repeats (though its unique record hash would).
+
+The guarantee has one limit: a row that becomes visible more than `overlap` seconds after
+the newest row of an earlier pull, with an event_time older than that pull's `since`, is
+missed. MariaDB takes event_time when it logs the command (before running it) and writes
+the row at once, so concurrent writers are out of order by far less than a second; raise
+`overlap` for a heavily loaded server. `seen` holds at most about `max_seen` hashes (16 hex
+digits each): when more rows than that fall into the window, `since` moves forward to keep
+the newest `max_seen` (all rows of one timestamp are always kept together), and the store's
+record hash drops anything re-read before it.
+
+Identical rows (same time, user_host, thread, command and argument: a client repeating a
+statement within one microsecond) are told apart by their order at that time: the second
+one gets `offset` 1 and a different hash, so neither is lost nor stored twice.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ingest.parsers.general_log_table import canonical_row, row_hash, row_record
+from ingest.parsers.records import LogRecord
+
+__all__ = ["QUERY", "Puller", "pull"]
+
+# The columns as bytes where they are text (the argument may hold anything), newest last.
+QUERY = (
+    "SELECT event_time, CAST(user_host AS BINARY), thread_id, server_id,"
+    " CAST(command_type AS BINARY), CAST(argument AS BINARY)"
+    " FROM mysql.general_log WHERE event_time >= %s ORDER BY event_time"
+)
+# Earliest time a TIMESTAMP can hold: "everything" for a first pull.
+_EPOCH = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
+
+
+def _parse_time(text: str) -> datetime:
+    t = datetime.fromisoformat(text)
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+class Puller:
+    """One pull of new rows after `watermark`; `watermark` is the one to keep afterwards."""
+
+    def __init__(
+        self,
+        conn: Any,
+        watermark: dict[str, Any] | None,
+        *,
+        chunk: int = 5000,
+        overlap: float = 2.0,
+        max_seen: int = 50_000,
+    ) -> None:
+        self.conn = conn
+        self.chunk = chunk
+        self.overlap = timedelta(seconds=overlap)
+        self.max_seen = max_seen
+        watermark = watermark or {}
+        self._since = _parse_time(watermark["since"]) if watermark.get("since") else None
+        self._time = _parse_time(watermark["time"]) if watermark.get("time") else None
+        self._old_seen: set[str] = set(watermark.get("seen") or ())
+        self._met: set[str] = set()  # hashes of _old_seen read again in this pull
+        self._window: deque[tuple[datetime, str]] = deque()  # (event_time, hash), oldest first
+        self._complete = False
+        self.rows_read = 0  # rows the query returned, skipped ones included
+        self.rows_new = 0  # records yielded
+
+    # -- the watermark -------------------------------------------------------------------
+
+    @property
+    def watermark(self) -> dict[str, Any]:
+        """JSON-serialisable state after every record yielded so far. See the module docstring."""
+        if self._time is None:
+            return {"time": None, "since": None, "seen": []}
+        since = self._time - self.overlap
+        if self._since is not None and since < self._since:
+            since = self._since  # rows before the old `since` have no hash kept: never re-read
+        window = [(t, h) for t, h in self._window if t >= since]
+        if len(window) > self.max_seen:
+            since = window[len(window) - self.max_seen][0]
+            window = [(t, h) for t, h in window if t >= since]
+        seen = {h for _, h in window}
+        if not self._complete:
+            # Stopped half-way: hashes of the old window not read again yet may lie ahead.
+            seen |= self._old_seen - self._met
+        return {"time": self._time.isoformat(), "since": since.isoformat(), "seen": sorted(seen)}
+
+    # -- the rows ------------------------------------------------------------------------
+
+    def records(self) -> Iterator[LogRecord]:
+        """Every row not yet pulled, oldest first, as a LogRecord.
+
+        1. Read from `since` (or from the start) in event_time order.
+        2. Number identical rows of one timestamp (0, 1, ...) and hash each.
+        3. Remember the hash in the window (to skip it next time); skip the row if the
+           previous watermark saw it; otherwise update the state, then yield it.
+        """
+        import pymysql.cursors
+
+        since = self._since or _EPOCH
+        cursor = self.conn.cursor(pymysql.cursors.SSCursor)
+        try:
+            cursor.execute("SET time_zone = '+00:00'")
+            cursor.execute(QUERY, (since.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),))
+            twins: dict[bytes, int] = {}
+            twins_time: datetime | None = None
+            horizon = timedelta(0)
+            while True:
+                rows = cursor.fetchmany(self.chunk)
+                if not rows:
+                    break
+                for event_time, user_host, thread_id, server_id, command, argument in rows:
+                    when = event_time.replace(tzinfo=UTC)
+                    argument = bytes(argument)
+                    raw = canonical_row(when, user_host, thread_id, server_id, command, argument)
+                    if when != twins_time:
+                        twins, twins_time = {}, when
+                    twin = twins.get(raw, 0)
+                    twins[raw] = twin + 1
+                    h = row_hash(raw, twin)
+                    self.rows_read += 1
+                    self._window.append((when, h))
+                    if self._time is None or when > self._time:
+                        self._time = when
+                        horizon = when - self.overlap
+                        while self._window[0][0] < horizon and len(self._window) > 1:
+                            self._window.popleft()
+                    if h in self._old_seen:
+                        self._met.add(h)
+                        continue
+                    record = row_record(
+                        when, user_host, thread_id, server_id, command, argument, offset=twin, raw=raw
+                    )
+                    record.extra["row_hash"] = h
+                    self.rows_new += 1
+                    yield record
+            self._complete = True
+        finally:
+            cursor.close()
+
+
+def pull(
+    conn: Any, watermark: dict[str, Any] | None, *, chunk: int = 5000, overlap: float = 2.0
+) -> Iterator[LogRecord]:
+    """The records of one pull; use a Puller directly to get the watermark afterwards."""
+    yield from Puller(conn, watermark, chunk=chunk, overlap=overlap).records()
+
+
+def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> Any:
+    """A PyMySQL connection from `mysql://user[:password]@host[:port]` or
+    `mysql://user@localhost?unix_socket=/run/mysqld/mysqld.sock`. A `password` given here
+    (from the environment, say) wins over one in the DSN."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    import pymysql
+
+    parts = urlsplit(dsn)
+    if parts.scheme not in ("mysql", "mariadb"):
+        raise ValueError(f"not a mysql:// DSN: {parts.scheme or dsn!r}")
+    options = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    kwargs: dict[str, Any] = {
+        "user": unquote(parts.username or ""),
+        "password": password if password is not None else unquote(parts.password or ""),
+        "connect_timeout": timeout,
+        "read_timeout": 600,
+        "autocommit": True,
+    }
+    if options.get("unix_socket"):
+        kwargs["unix_socket"] = options["unix_socket"]
+    else:
+        kwargs["host"] = parts.hostname or "127.0.0.1"
+        kwargs["port"] = parts.port or 3306
+    return pymysql.connect(**kwargs)

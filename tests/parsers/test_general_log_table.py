@@ -1,0 +1,320 @@
+"""The mysql.general_log table readers: user_host, rows, general_log.CSV and INTO OUTFILE exports.
+
+The fixtures in tests/fixtures/general_log_table/ were written by the real MariaDB
+(regenerate.py beside them): the same 13 rows once as the CSV engine's file and once as
+a tab-separated export. No Django, no database.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ingest.parsers.general_log_table import (
+    canonical_row,
+    parse_general_log_csv,
+    parse_general_log_tsv,
+    parse_user_host,
+    recognise_csv,
+    recognise_tsv,
+    row_hash,
+    row_record,
+)
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "general_log_table"
+CSV = FIXTURES / "mariadb-10.11.19-scenario.CSV"
+TSV = FIXTURES / "mariadb-10.11.19-scenario.tsv"
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def csv(data: bytes) -> list[Item]:
+    return list(parse_general_log_csv(io.BytesIO(data)))
+
+
+def tsv(data: bytes) -> list[Item]:
+    return list(parse_general_log_tsv(io.BytesIO(data)))
+
+
+def who(r: LogRecord) -> tuple:  # type: ignore[type-arg]
+    return (r.occurred_at, r.connection_id, r.command, r.argument, r.user, r.host, r.ip, r.database, r.extra)
+
+
+# -- user_host ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("root[root] @ localhost []", ("root", "root", "localhost", None)),
+        ("u[u] @  [127.0.0.1]", ("u", "u", None, "127.0.0.1")),
+        ("alice[alice] @ localhost [127.0.0.1]", ("alice", "alice", "localhost", "127.0.0.1")),
+        ("[tl_alice] @  [127.0.0.1]", ("tl_alice", None, None, "127.0.0.1")),  # before login
+        ("joe[anon] @ db1.example.com [10.0.0.5]", ("anon", "joe", "db1.example.com", "10.0.0.5")),
+        ("[SQL_SLAVE] @  []", ("SQL_SLAVE", None, None, None)),
+        ("x[we[ir]d] @ h [::1]", ("we[ir]d", "x", "h", "::1")),
+        (b"b\xffd[b\xffd] @ h []", ("b\ufffdd", "b\ufffdd", "h", None)),
+        ("not a user_host", (None, None, None, None)),
+        ("", (None, None, None, None)),
+    ],
+)
+def test_it_reads_user_host_variants(text: str | bytes, expected: tuple) -> None:  # type: ignore[type-arg]
+    assert parse_user_host(text) == expected
+
+
+# -- one row -----------------------------------------------------------------------------
+
+
+def test_it_builds_a_live_row_with_a_canonical_raw() -> None:
+    when = datetime(2026, 11, 22, 12, 15, 50, 299448, tzinfo=UTC)
+    arg = b"INSERT 'a\\b\tc\nd\re\x00f\xff'"
+    r = row_record(when, b"tl_alice[tl_alice] @  [127.0.0.1]", 238, 1, b"Query", arg)
+    assert r == LogRecord(
+        line=0,
+        offset=0,
+        raw=b"2026-11-22 12:15:50.299448+00:00\ttl_alice[tl_alice] @  [127.0.0.1]\t238\t1\tQuery\t"
+        b"INSERT 'a\\\\b\\tc\\nd\\re\\0f\xff'\n",
+        occurred_at=when,
+        connection_id=238,
+        command="Query",
+        argument=arg,
+        user="tl_alice",
+        host="127.0.0.1",
+        ip="127.0.0.1",
+        extra={"account": "tl_alice", "server_id": "1"},
+    )
+    # Stable: the same row gives the same bytes and hash; a twin a different hash.
+    assert r.raw == canonical_row(when, "tl_alice[tl_alice] @  [127.0.0.1]", 238, 1, "Query", arg)
+    assert row_hash(r.raw) == row_hash(r.raw) != row_hash(r.raw, 1)
+    assert len(row_hash(r.raw)) == 16
+
+
+def test_it_reads_who_connected_from_a_connect_row() -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5)
+    r = row_record(
+        when, "[bob] @ app.example [10.1.2.3]", 7, 1, "Connect", b"bob@app.example on shop using TCP/IP"
+    )
+    assert (r.user, r.host, r.ip, r.database, r.extra) == (
+        "bob",
+        "app.example",
+        "10.1.2.3",
+        "shop",
+        {"server_id": "1", "connection_type": "TCP/IP"},
+    )
+
+
+def test_it_keeps_an_unreadable_user_host_in_extra() -> None:
+    r = row_record(None, "???", 1, 2, "Query", b"SELECT 1")
+    assert (r.user, r.host, r.ip, r.extra) == (None, None, None, {"user_host": "???", "server_id": "2"})
+    assert r.raw == b"-\t???\t1\t2\tQuery\tSELECT 1\n"
+
+
+# -- general_log.CSV -----------------------------------------------------------------------
+
+
+def test_it_reads_every_csv_escape() -> None:
+    line = (
+        b'"2024-01-01 10:00:00.123456","root[root] @ localhost []",5,1,"Query",'
+        b"\"SELECT \\\"q\\\", '\\\\', 'a\tb', 'x\\ny\\rz', '\x00', '\xff\xfe', \\q\"\n"
+    )
+    assert csv(line) == [
+        LogRecord(
+            line=1,
+            offset=0,
+            raw=line,
+            occurred_at=datetime(2024, 1, 1, 10, 0, 0, 123456),
+            connection_id=5,
+            command="Query",
+            argument=b"SELECT \"q\", '\\', 'a\tb', 'x\ny\rz', '\x00', '\xff\xfe', \\q",
+            user="root",
+            host="localhost",
+            extra={"account": "root", "server_id": "1"},
+        )
+    ]
+
+
+def test_it_reports_bad_csv_lines_and_goes_on() -> None:
+    good = b'"2024-01-01 10:00:01","u[u] @  [10.0.0.1]",6,1,"Quit",""\n'
+    bad = [
+        b'"2024-01-01 10:00:00","u[u] @ h []",x,1,"Query","SELECT 1"\n',  # thread id not a number
+        b'"2024-01-01 10:00:00","u[u] @ h []",5,1,"Query","SELECT 1\n',  # unterminated quote
+        b"\x00\xff garbage " * 1000 + b"\n",
+    ]
+    data = b"".join(bad) + b"\n" + good
+    items = csv(data)
+    assert [type(i).__name__ for i in items] == ["Problem", "Problem", "Problem", "LogRecord"]
+    offsets = [0, len(bad[0]), len(bad[0]) + len(bad[1])]
+    for problem, raw, offset, line in zip(items, bad, offsets, [1, 2, 3], strict=False):
+        assert isinstance(problem, Problem)
+        assert (problem.line, problem.offset, problem.raw) == (line, offset, raw[:PROBLEM_EXCERPT_BYTES])
+        assert problem.reason.startswith("not a general_log.CSV row")
+    last = items[3]
+    assert isinstance(last, LogRecord)
+    assert (last.line, last.offset, last.raw, last.command, last.argument) == (
+        5,
+        len(data) - len(good),
+        good,
+        "Quit",
+        b"",
+    )
+    assert (last.occurred_at, last.host, last.ip) == (datetime(2024, 1, 1, 10, 0, 1), "10.0.0.1", "10.0.0.1")
+
+
+def test_it_keeps_a_row_with_an_impossible_time() -> None:
+    line = b'"2024-13-01 10:00:00.000000","u[u] @ h []",5,1,"Query","DROP TABLE t"\n'
+    record, problem = csv(line)
+    assert isinstance(record, LogRecord) and isinstance(problem, Problem)
+    assert (record.occurred_at, record.argument, record.extra["invalid_time"]) == (
+        None,
+        b"DROP TABLE t",
+        "2024-13-01 10:00:00.000000",
+    )
+    assert (problem.line, problem.offset) == (1, 0)
+    assert problem.reason.startswith("invalid time '2024-13-01 10:00:00.000000'")
+
+
+def test_it_positions_rows_from_a_start_offset() -> None:
+    line = b'"2024-01-01 10:00:00","u[u] @ h []",5,1,"Query","SELECT 1"\r\n'
+    (r,) = parse_general_log_csv([line], start_offset=1000, start_line=40)
+    assert isinstance(r, LogRecord)
+    assert (r.line, r.offset, r.argument, r.occurred_at) == (40, 1000, b"SELECT 1", datetime(2024, 1, 1, 10))
+
+
+# -- INTO OUTFILE export ----------------------------------------------------------------------
+
+
+def test_it_reads_every_tsv_escape() -> None:
+    # What the server writes (backslash + the byte itself, \0 for NUL), and what LOAD DATA reads.
+    row = (
+        b"2024-01-01 10:00:00.5\tu[u] @ h [1.2.3.4]\t9\t3\tQuery\t"
+        b"a\\\\b\\\tc\\\nd\re\\0f\xff \\t\\n\\r\\Z\\b\n"
+    )
+    items = tsv(row + row)
+    assert len(items) == 2
+    first = items[0]
+    assert first == LogRecord(
+        line=1,
+        offset=0,
+        raw=row,
+        occurred_at=datetime(2024, 1, 1, 10, 0, 0, 500000),
+        connection_id=9,
+        command="Query",
+        argument=b"a\\b\tc\nd\re\x00f\xff \t\n\r\x1a\b",
+        user="u",
+        host="h",
+        ip="1.2.3.4",
+        extra={"account": "u", "server_id": "3"},
+    )
+    assert (items[1].line, items[1].offset) == (3, len(row))  # the first row spans two lines
+
+
+def test_it_reads_null_values_in_an_export() -> None:
+    (r,) = tsv(b"2024-01-01 10:00:00\t\\N\t1\t1\tQuery\t\\N\n")
+    assert isinstance(r, LogRecord)
+    assert (r.user, r.argument, r.extra) == (None, b"", {"server_id": "1", "null": "user_host,argument"})
+
+
+def test_it_reports_bad_tsv_rows_and_goes_on() -> None:
+    bad = [
+        b"2024-01-01 10:00:00\tu[u] @ h []\t5\t1\tQuery\n",  # five fields
+        b"2024-01-01 10:00:00\tu[u] @ h []\t5\t1\tQuery\ta\tb\n",  # seven
+        b"yesterday\tu[u] @ h []\t5\t1\tQuery\tSELECT 1\n",
+        b"2024-01-01 10:00:00\tu[u] @ h []\tfive\t1\tQuery\tSELECT 1\n",
+    ]
+    good = b"2024-01-01 10:00:01\tu[u] @ h []\t6\t1\tQuit\t\n"
+    items = tsv(b"".join(bad) + good)
+    assert [type(i).__name__ for i in items] == ["Problem"] * 4 + ["LogRecord"]
+    offset = 0
+    for n, (problem, raw) in enumerate(zip(items, bad, strict=False)):
+        assert (problem.line, problem.offset, problem.raw) == (n + 1, offset, raw)
+        offset += len(raw)
+    assert (items[4].line, items[4].offset, items[4].command) == (5, offset, "Quit")
+
+
+def test_it_ends_a_tsv_file_with_a_dangling_escaped_newline() -> None:
+    (r,) = tsv(b"2024-01-01 10:00:00\tu[u] @ h []\t5\t1\tQuery\tSELECT 1\\\n")
+    assert isinstance(r, LogRecord)
+    assert r.argument == b"SELECT 1\n"
+
+
+# -- the real server's files -----------------------------------------------------------------
+
+
+def test_csv_and_tsv_of_the_same_table_give_the_same_records() -> None:
+    from_csv, from_tsv = csv(CSV.read_bytes()), tsv(TSV.read_bytes())
+    assert all(isinstance(r, LogRecord) for r in from_csv + from_tsv)
+    assert [who(r) for r in from_csv] == [who(r) for r in from_tsv]  # type: ignore[arg-type]
+    # Raw bytes tile each file.
+    assert b"".join(r.raw for r in from_csv) == CSV.read_bytes()
+    assert b"".join(r.raw for r in from_tsv) == TSV.read_bytes()
+
+
+def test_it_attributes_the_scenario_rows() -> None:
+    records = csv(CSV.read_bytes())
+    summary = [
+        (r.connection_id, r.command, r.user, r.extra.get("account"), r.host, r.database) for r in records
+    ]  # type: ignore[union-attr]
+    alice = (238, "tl_alice", "tl_alice", "127.0.0.1")
+    bob = (239, "tl_bob", "tl_bob", "127.0.0.1")
+    q = lambda who, cmd="Query": (who[0], cmd, who[1], who[2], who[3], None)  # noqa: E731
+    assert summary == [
+        (238, "Connect", "tl_alice", None, "127.0.0.1", "gltable2_shop"),
+        *[q(alice)] * 5,
+        q(alice, "Quit"),
+        (239, "Connect", "tl_bob", None, "127.0.0.1", None),
+        *[q(bob)] * 4,
+        q(bob, "Quit"),
+    ]
+    assert [r.argument for r in records[1:6]] == [  # type: ignore[union-attr]
+        b"SET NAMES utf8mb4",
+        b"SELECT id, note FROM orders WHERE id = 1",
+        b"SELECT id,\n       note\nFROM orders\nWHERE id > 1",
+        b"INSERT INTO orders VALUES (4, 'say \"hi\" \\\\ back\ttab\nnew\rcr\x00nul')",
+        b"SELECT 1 /* \\xFF invalid utf-8 */",  # MariaDB's utf8mb3 column rewrote the 0xFF byte
+    ]
+    assert [r.argument for r in records[10:12]] == [b"DELETE FROM orders WHERE id = 2", b"DELETE FROM orders"]  # type: ignore[union-attr]
+    assert records[0].occurred_at == datetime(2026, 11, 22, 12, 15, 50, 297889)  # type: ignore[union-attr]
+
+
+# -- recognisers --------------------------------------------------------------------------------
+
+
+def test_the_recognisers_know_their_own_files_only() -> None:
+    assert recognise_csv(CSV.read_bytes()[:1024]) and not recognise_tsv(CSV.read_bytes()[:1024])
+    assert recognise_tsv(TSV.read_bytes()[:1024]) and not recognise_csv(TSV.read_bytes()[:1024])
+    others = [*(REPO / "tests" / "fixtures" / "genlog").glob("*.log")]
+    others += [*(REPO / "tests" / "fixtures" / "server_audit").glob("*.log")]
+    if CORPUS.is_dir():
+        others += [p for p in CORPUS.rglob("*") if p.is_file() and "general-log-table" not in str(p)]
+    assert len(others) >= 3
+    for path in others:
+        head = path.read_bytes()[:1024]
+        assert not recognise_csv(head), path
+        assert not recognise_tsv(head), path
+
+
+# -- corpus ---------------------------------------------------------------------------------------
+
+
+def test_the_documented_user_host_of_the_corpus_sample_reads() -> None:
+    path = CORPUS / "general-log-table" / "mariadb-docs_mysql.general_log-table_SELECT-vertical.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the shared corpus lives outside the repository)")
+    # A \G dump (not a file format we ingest): check its user_host and times read as ours.
+    values = [line.split(b": ", 1)[1].strip() for line in path.read_bytes().splitlines() if b": " in line]
+    hosts = [v for v in values if b" @ " in v]
+    assert len(hosts) == 2
+    assert {parse_user_host(h) for h in hosts} == {("root", "root", "localhost", None)}
+    rows = [
+        row_record(datetime.fromisoformat(v.decode()), hosts[0], 74, 1, "Query", b"SELECT 1")
+        for v in values
+        if v[:4].isdigit() and b"-" in v
+    ]
+    assert [r.occurred_at for r in rows] == [
+        datetime(2014, 11, 11, 8, 40, 4, 117177),
+        datetime(2014, 11, 11, 8, 40, 10, 501131),
+    ]
