@@ -119,6 +119,8 @@ def test_what_the_plugin_wrote_is_read_back_exactly(tmp_path, api_client) -> Non
     ]
     assert "failed" in rows[0]["flags"] and rows[1]["tables"] == ["la_shop.orders"]
     refused = api_client.get("/api/v1/events/", {"user": "la_nobody"}).json()["results"]
+    # Newest first: the plugin logs a DISCONNECT after the FAILED_CONNECT.
     assert [(r["command"], r["status"], "failed" in r["flags"]) for r in refused] == [
-        ("Connect", "denied", True)
+        ("Quit", "ok", False),
+        ("Connect", "denied", True),
     ]
