@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
+def session_id_of(key: str) -> int:
+    """The database id of the session with this key: a 63-bit hash of it, the same in every
+    process, so that events can be formatted for the store before it has seen the session."""
+    value = int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogateescape"), digest_size=8).digest())
+    return (value & 0x7FFF_FFFF_FFFF_FFFF) or 1
+
+
 @dataclass(slots=True)
 class SessionInfo:
     """What we know of one connection (one session) of one server boot."""

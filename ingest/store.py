@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date
 
 import psycopg
 from django.db import connection, transaction
 
-from ingest.events import Event, SessionInfo
+from ingest.events import Event, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
 
 EVENT_COLUMNS = (
@@ -31,9 +33,9 @@ MAX_FIELD_CHARS = {"user": 200, "host": 300, "ip": 64, "database": 200, "command
 
 _SESSION_UPSERT = """
 INSERT INTO ingest_session
-    (key, server, boot, connection_id, "user", host, ip, database, started_at, ended_at, attributed)
+    (id, key, server, boot, connection_id, "user", host, ip, database, started_at, ended_at, attributed)
 SELECT * FROM unnest(
-    %s::varchar[], %s::varchar[], %s::varchar[], %s::int8[], %s::varchar[], %s::varchar[],
+    %s::int8[], %s::varchar[], %s::varchar[], %s::varchar[], %s::int8[], %s::varchar[], %s::varchar[],
     %s::varchar[], %s::varchar[], %s::timestamptz[], %s::timestamptz[], %s::bool[])
 ON CONFLICT (key) DO UPDATE SET
     -- What we learn later about a session fills gaps; it never overwrites what a Connect said.
@@ -44,7 +46,6 @@ ON CONFLICT (key) DO UPDATE SET
     started_at = COALESCE(ingest_session.started_at, EXCLUDED.started_at),
     ended_at = GREATEST(ingest_session.ended_at, EXCLUDED.ended_at),
     attributed = ingest_session.attributed OR EXCLUDED.attributed
-RETURNING key, id
 """
 
 
@@ -77,54 +78,45 @@ def _copy_array(items: Iterable[str]) -> str:
     return _copy_text("{" + quoted + "}")
 
 
-class EventWriter:
-    """Writes batches for one source file and ingest run. Call `write` inside a transaction."""
+@dataclass
+class FormattedBatch:
+    """A batch of events in PostgreSQL's COPY text format, with what the store needs besides.
+
+    Plain data (picklable): the parsing process makes it, the writing process stores it.
+    """
+
+    rows: list[str]  # one COPY line per event
+    sessions: list[tuple[object, ...]]  # session rows to upsert (see _session_row)
+    months: set[date]  # the months the events fall in: their partitions must exist
+
+
+def _session_row(s: SessionInfo) -> tuple[object, ...]:
+    return (
+        session_id_of(s.key), s.key, s.server, s.boot, s.connection_id, _bounded(s.user, 200),
+        _bounded(s.host, 300), _bounded(s.ip, 64), _bounded(s.database, 200), s.started_at, s.ended_at,
+        s.attributed,
+    )  # fmt: skip
+
+
+class RowFormatter:
+    """Turns events into COPY lines. Pure: no database; session ids come from their keys."""
 
     def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
-        self.source_file_id = source_file_id
-        self.ingest_run_id = ingest_run_id
-        self.session_ids: dict[str, int] = {}
-        self.slow_path = False
-        # Formatted COPY fields, by what they were formatted from (see _row).
         self._run_id = NULL if ingest_run_id is None else str(ingest_run_id)
         self._source_file_id = str(source_file_id)
+        # Formatted COPY fields, by what they were formatted from (see _row).
         self._who: dict[tuple[object, ...], str] = {}
         self._arrays: dict[tuple[str, ...], str] = {}
         self._flag_arrays: dict[frozenset[str], str] = {}
+        self._session_ids: dict[str, str] = {}
 
-    def write(self, events: Sequence[Event]) -> int:
-        """Store the events that are not stored yet; return how many were new."""
-        if not events:
-            return 0
-        ensure_event_partitions({month_of(e.occurred_at) for e in events if e.occurred_at is not None})
-        self._upsert_sessions({e.session.key: e.session for e in events}.values())
-        rows = [self._row(e) for e in events]
-        if not self.slow_path:
-            try:
-                with transaction.atomic():
-                    self._copy("ingest_event", rows)
-                return len(rows)
-            except psycopg.errors.UniqueViolation:
-                self.slow_path = True
-            except Exception as e:  # Django wraps driver errors; look at the cause.
-                if not isinstance(e.__cause__, psycopg.errors.UniqueViolation):
-                    raise
-                self.slow_path = True
-        return self._insert_new(rows)
-
-    def _upsert_sessions(self, sessions: Sequence[SessionInfo] | object) -> None:
-        sessions = list(sessions)  # type: ignore[call-overload]
-        columns: list[list[object]] = [[] for _ in range(11)]
-        for s in sessions:
-            values = (
-                s.key, s.server, s.boot, s.connection_id, _bounded(s.user, 200), _bounded(s.host, 300),
-                _bounded(s.ip, 64), _bounded(s.database, 200), s.started_at, s.ended_at, s.attributed,
-            )  # fmt: skip
-            for column, value in zip(columns, values, strict=True):
-                column.append(value)
-        with connection.cursor() as cur:
-            cur.execute(_SESSION_UPSERT, columns)
-            self.session_ids.update(dict(cur.fetchall()))
+    def format(self, events: Sequence[Event]) -> FormattedBatch:
+        sessions = {e.session.key: e.session for e in events}
+        return FormattedBatch(
+            rows=[self._row(e) for e in events],
+            sessions=[_session_row(s) for s in sessions.values()],
+            months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
+        )
 
     def _row(self, e: Event) -> str:
         """One line of PostgreSQL's text COPY format for the event (see _copy_text).
@@ -167,7 +159,7 @@ class EventWriter:
                     str(e.offset),
                     "\\\\x" + e.record_hash(when).hex(),
                     self._run_id,
-                    str(self.session_ids[e.session.key]),
+                    self._session_id(e.session.key),
                     self._source_file_id,
                 )
             )
@@ -187,6 +179,48 @@ class EventWriter:
                 _copy_text(_bounded(e.command, 40)),
             )
         )
+
+    def _session_id(self, key: str) -> str:
+        text = self._session_ids.get(key)
+        if text is None:
+            text = self._session_ids[key] = str(session_id_of(key))
+        return text
+
+
+class EventWriter:
+    """Writes batches for one source file and ingest run. Call `write` inside a transaction."""
+
+    def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
+        self.formatter = RowFormatter(source_file_id=source_file_id, ingest_run_id=ingest_run_id)
+        self.slow_path = False
+
+    def write(self, events: Sequence[Event]) -> int:
+        """Store the events that are not stored yet; return how many were new."""
+        return self.write_formatted(self.formatter.format(events))
+
+    def write_formatted(self, batch: FormattedBatch) -> int:
+        """Store a formatted batch's events that are not stored yet; return how many were new."""
+        if not batch.rows:
+            return 0
+        ensure_event_partitions(batch.months)
+        self._upsert_sessions(batch.sessions)
+        if not self.slow_path:
+            try:
+                with transaction.atomic():
+                    self._copy("ingest_event", batch.rows)
+                return len(batch.rows)
+            except psycopg.errors.UniqueViolation:
+                self.slow_path = True
+            except Exception as e:  # Django wraps driver errors; look at the cause.
+                if not isinstance(e.__cause__, psycopg.errors.UniqueViolation):
+                    raise
+                self.slow_path = True
+        return self._insert_new(batch.rows)
+
+    def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
+        columns: list[list[object]] = [list(column) for column in zip(*sessions, strict=True)]
+        with connection.cursor() as cur:
+            cur.execute(_SESSION_UPSERT, columns)
 
     def _copy(self, table: str, rows: list[str]) -> None:
         raw_cursor = connection.connection.cursor()  # the psycopg cursor: Django's has no COPY
