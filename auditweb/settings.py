@@ -186,6 +186,8 @@ CELERY_BEAT_SCHEDULE = {
 
 # Events per COPY batch (one transaction each): bigger is faster, smaller loses less on a crash.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
+# Parse a file in a second process while this one writes to PostgreSQL (Linux: os.fork).
+INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # How many months of event partitions to keep created ahead of today.
 EVENT_PARTITIONS_AHEAD = env_int("EVENT_PARTITIONS_AHEAD", 3)
 

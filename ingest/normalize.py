@@ -78,14 +78,20 @@ class SessionTracker:
     @classmethod
     def from_state(cls, server: str, tz: tzinfo, state: dict[str, Any]) -> SessionTracker:
         tracker = cls(server, tz)
-        tracker.boot = state["boot"]
-        tracker.boot_is_restart = state["boot_is_restart"]
-        tracker.last_time = datetime.fromisoformat(state["last_time"]) if state["last_time"] else None
+        tracker.load_state(state)
+        return tracker
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Become the tracker `state` describes (see to_state): its boot, time and open sessions."""
+        self.boot = state["boot"]
+        self.boot_is_restart = state["boot_is_restart"]
+        self.last_time = datetime.fromisoformat(state["last_time"]) if state["last_time"] else None
+        self.connections = {}
         for c in state["connections"]:
             started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
-            tracker.connections[c["connection_id"]] = SessionInfo(
+            self.connections[c["connection_id"]] = SessionInfo(
                 key=c["key"],
-                server=server,
+                server=self.server,
                 boot=c["boot"],
                 connection_id=c["connection_id"],
                 user=c["user"],
@@ -95,7 +101,6 @@ class SessionTracker:
                 started_at=started,
                 attributed=c["attributed"],
             )
-        return tracker
 
     # -- the stage -----------------------------------------------------------
 

@@ -5,15 +5,22 @@ open file -> parse -> track sessions -> classify -> write batches (one transacti
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import io
 import logging
 import os
+import pickle
+import queue
+import signal
+import threading
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
@@ -36,6 +43,7 @@ from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.store import EventWriter
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 HEAD_HASH_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
@@ -209,38 +217,121 @@ def ingest_file(
     tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
     hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year)
-    items = classify_events(tracker.process(parser(opened.lines, hints)))
+
+    def parse() -> Iterator[tuple[object, ...]]:
+        """The parsing side: ("batch", formatted, problems, events, bytes read)..., then
+        ("done", bytes read, SHA-256 of the file, the tracker's state)."""
+        items = classify_events(tracker.process(parser(opened.lines, hints)))
+        for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
+            formatted = writer.formatter.format(batch.events)
+            yield ("batch", formatted, batch.problems, len(batch.events), batch.bytes_read)
+        yield ("done", opened.reader.bytes_read, opened.reader.sha256.hexdigest(), tracker.to_state())
+
+    messages = in_second_process(parse) if settings.INGEST_PARALLEL else parse()
+    done: tuple[object, ...] = ()
     try:
-        batches = _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read)
-        for batch in batches:
-            events, problems = batch.events, batch.problems
+        for message in messages:
+            if message[0] == "done":
+                done = message
+                continue
+            _, formatted, problems, seen, bytes_read = message
             with transaction.atomic():
-                stored = writer.write(events)
-                _store_problems(run, source_file, problems)
-                run.bytes_read = batch.bytes_read
-                run.events_seen += len(events)
+                stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
+                _store_problems(run, source_file, problems)  # type: ignore[arg-type]
+                run.bytes_read = bytes_read  # type: ignore[assignment]
+                run.events_seen += seen  # type: ignore[operator]
                 run.events_stored += stored
-                run.problems += len(problems)
+                run.problems += len(problems)  # type: ignore[arg-type]
                 run.save(update_fields=["bytes_read", "events_seen", "events_stored", "problems"])
             if progress:
                 progress(run)
-    except Exception as e:
+        if not done:
+            raise RuntimeError("the parsing process ended without finishing the file")
+    except BaseException as e:
         run.status = IngestRun.Status.FAILED
         run.error = f"{type(e).__name__}: {e}"[:2000]
         run.finished_at = timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
         raise
     finally:
+        messages.close()  # type: ignore[attr-defined]
         opened.lines.close()
+    _, bytes_read, sha256, state = done
+    tracker.load_state(state)  # type: ignore[arg-type]  # sessions go on into the next file
     run.status = IngestRun.Status.DONE
     run.finished_at = timezone.now()
-    run.bytes_read = opened.reader.bytes_read
+    run.bytes_read = bytes_read  # type: ignore[assignment]
     run.save(update_fields=["status", "finished_at", "bytes_read"])
     SourceFile.objects.filter(pk=source_file.pk).update(
-        size=opened.size, sha256=opened.reader.sha256.hexdigest(), bytes_read=opened.reader.bytes_read,
-        last_read_at=run.finished_at,
-    )  # fmt: skip
+        size=opened.size, sha256=sha256, bytes_read=bytes_read, last_read_at=run.finished_at
+    )
     return run
+
+
+def in_second_process(produce: Callable[[], Iterator[T]]) -> Iterator[T]:
+    """Run the generator `produce` in a forked child process and yield what it yields.
+
+    Parsing, session tracking, classification and formatting are pure Python and take
+    one core; writing to PostgreSQL (and PostgreSQL itself) take the other. The child
+    never touches the database (it does not even close the connection it inherited) and
+    leaves with os._exit. Its messages come through a pipe, pickled; an exception in it is
+    raised here. If this side stops early, the child is killed.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read_end)
+        status = 0
+        with os.fdopen(write_end, "wb", buffering=1 << 20) as out:
+            try:
+                for item in produce():
+                    pickle.dump(("item", item), out, protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException:  # handed to the parent, which raises it
+                status = 1
+                with contextlib.suppress(BaseException):
+                    pickle.dump(("error", traceback.format_exc()), out)
+            with contextlib.suppress(BaseException):
+                out.flush()
+        os._exit(status)
+    os.close(write_end)
+    # A thread drains the pipe as fast as the child fills it: a pipe holds 64 KiB, a batch
+    # several MB, so without it the child would wait while this side writes to PostgreSQL.
+    received: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=2)
+    incoming = os.fdopen(read_end, "rb", buffering=1 << 20)
+
+    def drain() -> None:
+        try:
+            while True:
+                received.put(pickle.load(incoming))  # our own child's messages, through our pipe
+        except EOFError:
+            received.put(("end", None))
+        except BaseException as e:  # a torn message: the child died mid-write
+            received.put(("error", f"{type(e).__name__}: {e}"))
+
+    reader = threading.Thread(target=drain, name="ingest-pipe", daemon=True)
+    reader.start()
+    finished = False
+    try:
+        while True:
+            kind, payload = received.get()
+            if kind == "end":
+                break
+            if kind == "error":
+                raise RuntimeError(f"the parsing process failed:\n{payload}")
+            yield payload  # type: ignore[misc]
+        finished = True
+    finally:
+        if not finished:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            while reader.is_alive():  # let it reach the end of the pipe
+                with contextlib.suppress(queue.Empty):
+                    received.get(timeout=0.1)
+        reader.join()
+        incoming.close()
+        _, status = os.waitpid(pid, 0)
+        if finished and status != 0:
+            raise RuntimeError(f"the parsing process exited with status {status}")
 
 
 # -- the mysql.general_log table, live ------------------------------------------------------------
