@@ -347,3 +347,39 @@ def test_memory_stays_bounded_on_a_long_log() -> None:
     tracemalloc.stop()
     assert count == 20_000
     assert peak < len(record) * 20_000 / 4  # well below the 3.6 MB the log holds
+
+
+def test_the_attribute_fast_path_reads_exactly_what_elementtree_reads() -> None:
+    from ingest.parsers.xml_audit import _element, _fast_fields, _fields
+
+    rng = random.Random(5)
+    pieces = [
+        "a",
+        " ",
+        "\t",
+        "\n",
+        "&lt;",
+        "&gt;",
+        "&amp;",
+        "&quot;",
+        "&apos;",
+        "&#10;",
+        "&#x9;",
+        "é",
+        "'",
+        "/>",
+    ]
+    for _ in range(300):
+        value = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
+        conn = rng.randint(1, 9)
+        raw = f'<AUDIT_RECORD NAME="Query" CONNECTION_ID="{conn}" SQLTEXT="{value}"\n  USER="u"/>\n'
+        fast = _fast_fields(raw.encode())
+        assert fast is not None, raw
+        assert fast == _fields(_element(raw.encode()))[0], raw
+    # What it does not fully understand goes to ElementTree.
+    for raw in (
+        b'<AUDIT_RECORD A="&unknown;"/>',
+        b'<AUDIT_RECORD A="1" A="2"/>',
+        b"<AUDIT_RECORD><NAME>x</NAME>",
+    ):
+        assert _fast_fields(raw) is None
