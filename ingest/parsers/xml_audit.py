@@ -52,6 +52,7 @@ MAX_RECORD_BYTES = 16 << 20
 
 _OPEN = b"<AUDIT_RECORD"
 _CLOSE = b"</AUDIT_RECORD>"
+_TAG_STRUCTURE = re.compile(rb'[">]')  # what matters inside a tag: quotes, and its end
 # What may stand between records: the XML declaration, the <AUDIT> element's tags, space.
 _ENVELOPE = re.compile(rb"(?:\s+|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*")
 # Characters XML 1.0 forbids (C0 controls but tab, newline, carriage return).
@@ -149,18 +150,16 @@ class _Scanner:
         if self.mode == b"new":
             end = data.find(_CLOSE, pos)
             return end + len(_CLOSE) if end >= 0 else -1
-        i = pos
-        while i < len(data):
-            c = data[i]
-            if c == 0x22:  # "
+        for m in _TAG_STRUCTURE.finditer(data, pos):
+            i = m.start()
+            if data[i] == 0x22:  # "
                 self.in_quote = not self.in_quote
-            elif not self.in_quote and c == 0x3E:  # > ends the tag: "/>" alone, or the start of a body
+            elif not self.in_quote:  # > ends the tag: "/>" alone, or the start of a body
                 if data[i - 1 : i] == b"/" or (i == pos and self.record and self.record[-1:] == b"/"):
                     return i + 1
                 self.mode = b"new"  # <AUDIT_RECORD attr="..."> with children after all
                 end = data.find(_CLOSE, i)
                 return end + len(_CLOSE) if end >= 0 else -1
-            i += 1
         return -1
 
     def _between(self, data: bytes, pos: int) -> None:
@@ -253,7 +252,8 @@ def _fast_fields(raw: bytes) -> dict[str, str] | None:
     for name, value in _ATTRIBUTE.findall(text):
         if name.upper() in fields:
             return None
-        value = value.translate(_WHITESPACE)
+        if "\t" in value or "\n" in value or "\r" in value:
+            value = value.translate(_WHITESPACE)
         if "&" in value:
             unescaped = _ENTITY.sub(_entity, value)
             if "&" in _ENTITY.sub("", value):
