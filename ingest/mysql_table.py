@@ -10,11 +10,22 @@ the watermark to store for the next pull:
         ...                                  # store it
         checkpoint["watermark"] = puller.watermark   # valid after every record
 
+or, when only the final watermark matters, `watermark = yield from pull(conn, watermark)`.
+
 How it reads: one query, `event_time >= since ORDER BY event_time`, streamed through a
-server-side cursor (`chunk` rows a fetch), with the session's time_zone set to UTC, so
-every time is an aware UTC datetime and the watermark is in UTC whatever the server's
-zone. `user_host`, `command_type` and `argument` are read as bytes (CAST AS BINARY): the
-argument is any bytes.
+server-side cursor (`chunk` rows a fetch; the table is never held in memory), with the
+session's time_zone set to UTC, so every time is an aware UTC datetime and the watermark
+is in UTC whatever the server's zone. `user_host`, `command_type` and `argument` are read
+as bytes (CAST AS BINARY): the argument is any bytes. The session's net_write_timeout is
+raised so that a consumer pausing between fetches (a slow commit) does not make the
+server drop the streamed result.
+
+A row's identity (its "source position", since a table has no byte offsets): its
+event_time (`occurred_at`), its thread_id (`connection_id`) and `extra["row_hash"]`, the
+hash of its canonical serialisation (`raw`, see general_log_table.canonical_row) and of
+its twin number (`offset`, 0 unless identical rows share a time, see below); `line` is 0.
+The same row gives the same record on every pull, so the store's unique record hash
+drops a row read twice.
 
 The watermark:
 
@@ -23,19 +34,27 @@ The watermark:
      "seen": ["9f0c...", ...]}                     # row hashes read at or after `since`
 
 `since` is `overlap` seconds (default 2) before `time`: the next pull reads that window
-again and skips the rows whose hash is in `seen`. So rows sharing a timestamp, rows that
-became visible late with a time inside the window, and a pull stopped half-way (the
-watermark is up to date after every record the caller received) give every row exactly
-once, without relying on the store to drop repeats (though its unique record hash would).
+again and skips the rows whose hash is in `seen`. The guarantee, for pulls chained through
+their watermarks, where the caller stores each record before it saves a watermark read
+after that record (a pull may be stopped, or killed, anywhere):
 
-The guarantee has one limit: a row that becomes visible more than `overlap` seconds after
-the newest row of an earlier pull, with an event_time older than that pull's `since`, is
-missed. MariaDB takes event_time when it logs the command (before running it) and writes
-the row at once, so concurrent writers are out of order by far less than a second; raise
-`overlap` for a heavily loaded server. `seen` holds at most about `max_seen` hashes (16 hex
-digits each): when more rows than that fall into the window, `since` moves forward to keep
-the newest `max_seen` (all rows of one timestamp are always kept together), and the store's
-record hash drops anything re-read before it.
+- no row is yielded twice;
+- a row is yielded once it is visible to a pull whose starting `since` is at or before
+  its event_time.
+
+So rows sharing a timestamp (identical twins included), rows that become visible late
+with a time inside the window, and a pull stopped half-way give every row exactly once,
+without relying on the store to drop repeats (though its unique record hash would).
+
+The limit: a row that becomes visible with an event_time older than the `since` of the
+watermark in force (more than `overlap` seconds older than the newest row pulled before)
+is never pulled. MariaDB takes event_time when it logs the command (before running it)
+and writes the row at once, so concurrent writers are out of order by far less than a
+second; raise `overlap` for a heavily loaded server. A server clock stepped back by more
+than `overlap` loses the rows logged until it passes the watermark's time again.
+`seen` holds at most about `max_seen` hashes (16 hex digits each): when more rows than
+that fall into the window, `since` moves forward to keep the newest `max_seen` (all rows
+of one timestamp are always kept together), which narrows the window for late rows.
 
 Identical rows (same time, user_host, thread, command and argument: a client repeating a
 statement within one microsecond) are told apart by their order at that time: the second
@@ -44,22 +63,28 @@ one gets `offset` 1 and a different hash, so neither is lost nor stored twice.
 
 from __future__ import annotations
 
+import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ingest.parsers.general_log_table import canonical_row, row_hash, row_record
 from ingest.parsers.records import LogRecord
 
-__all__ = ["QUERY", "Puller", "pull"]
+__all__ = ["QUERY", "TABLE", "Puller", "pull"]
 
+TABLE = "mysql.general_log"
 # The columns as bytes where they are text (the argument may hold anything), newest last.
 QUERY = (
     "SELECT event_time, CAST(user_host AS BINARY), thread_id, server_id,"
     " CAST(command_type AS BINARY), CAST(argument AS BINARY)"
-    " FROM mysql.general_log WHERE event_time >= %s ORDER BY event_time"
+    " FROM {table} WHERE event_time >= %s ORDER BY event_time"
 )
+# `db.table`, plain identifiers only: the name is put into the query as is.
+_TABLE_NAME = re.compile(r"(?P<db>[A-Za-z0-9_$]{1,64})\.(?P<table>[A-Za-z0-9_$]{1,64})")
+# Seconds the server waits for the client to take the next part of the streamed result.
+_NET_WRITE_TIMEOUT = 3600
 # Earliest time a TIMESTAMP can hold: "everything" for a first pull.
 _EPOCH = datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)
 
@@ -80,7 +105,13 @@ class Puller:
         chunk: int = 5000,
         overlap: float = 2.0,
         max_seen: int = 50_000,
+        table: str = TABLE,
     ) -> None:
+        """`table` is another table of the same columns (a copy of the log, or a test's)."""
+        m = _TABLE_NAME.fullmatch(table)
+        if m is None:
+            raise ValueError(f"not a db.table name: {table!r}")
+        self.query = QUERY.format(table=f"`{m['db']}`.`{m['table']}`")
         self.conn = conn
         self.chunk = chunk
         self.overlap = timedelta(seconds=overlap)
@@ -131,7 +162,8 @@ class Puller:
         cursor = self.conn.cursor(pymysql.cursors.SSCursor)
         try:
             cursor.execute("SET time_zone = '+00:00'")
-            cursor.execute(QUERY, (since.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),))
+            cursor.execute(f"SET SESSION net_write_timeout = {_NET_WRITE_TIMEOUT}")
+            cursor.execute(self.query, (since.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),))
             twins: dict[bytes, int] = {}
             twins_time: datetime | None = None
             horizon = timedelta(0)
@@ -170,10 +202,19 @@ class Puller:
 
 
 def pull(
-    conn: Any, watermark: dict[str, Any] | None, *, chunk: int = 5000, overlap: float = 2.0
-) -> Iterator[LogRecord]:
-    """The records of one pull; use a Puller directly to get the watermark afterwards."""
-    yield from Puller(conn, watermark, chunk=chunk, overlap=overlap).records()
+    conn: Any,
+    watermark: dict[str, Any] | None,
+    *,
+    chunk: int = 5000,
+    overlap: float = 2.0,
+    table: str = TABLE,
+) -> Generator[LogRecord, None, dict[str, Any]]:
+    """The records of one pull; the generator's return value is the final watermark
+    (`watermark = yield from pull(...)`). A caller that may stop half-way needs the
+    watermark after each record: use a Puller."""
+    puller = Puller(conn, watermark, chunk=chunk, overlap=overlap, table=table)
+    yield from puller.records()
+    return puller.watermark
 
 
 def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> Any:

@@ -29,6 +29,8 @@ Three ways in, one record shape out (`row_record`):
    `\\` precedes `\\`, a tab or a newline inside a value (the byte itself follows it, so a
    multi-line statement spans several physical lines), `\\0` stands for NUL and `\\N`
    for NULL. The reader also accepts the LOAD DATA escapes `\\t \\n \\r \\b \\Z`.
+   Quirk: a carriage return is written as is, so a row ends at "\\n" only; "\\r\\n" at
+   the end of a line is an argument ending in "\\r", never a Windows line end.
 
 Every record keeps the bytes of its row exactly as in the file and its byte offset and
 1-based line. A line that is no row (wrong number of fields, a bad number, an
@@ -348,9 +350,9 @@ def _continues(raw: bytes) -> bool:
 
 def _tsv_row(raw: bytes, line: int, offset: int) -> Iterator[Item]:
     # The final newline ends the row, unless escaped: the file ended inside a value.
+    # A carriage return before it is data: INTO OUTFILE does not escape \r, so an argument
+    # ending in one looks exactly like a CRLF line end (the real server's file, tested).
     row = raw[:-1] if raw.endswith(b"\n") and not _continues(raw) else raw
-    if row.endswith(b"\r") and not _continues(row):  # a file that passed through Windows
-        row = row[:-1]
     fields = _tsv_fields(row)
     if fields is None or len(fields) != 6:
         n = "?" if fields is None else len(fields)

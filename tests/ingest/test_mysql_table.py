@@ -242,4 +242,202 @@ def test_a_capped_watermark_keeps_the_newest_hashes_and_moves_since(live: Live) 
     again = Puller(conn, watermark)
     assert list(again.records()) == []
     assert again.rows_read == 3  # only the rows from the moved `since` were read again
+    # `since` never moves back before the rows whose hashes it dropped.
+    assert json.loads(json.dumps(again.watermark))["since"] == watermark["since"]
+    assert list(Puller(conn, again.watermark).records()) == []
     conn.close()
+
+
+# -- the watermark, on a scratch table of the same columns ----------------------------------------
+#
+# mysql.general_log takes its event_time from the clock, so equal times, identical twins and
+# late rows cannot be made to order there. A table created LIKE it (the same CSV engine and
+# columns, the argument a blob as in MySQL) in a scratch database takes rows with chosen
+# times; the puller reads it through `table=` with an account that may only SELECT that
+# table. No global server state changes.
+
+SCRATCH = "gltable_wm"
+SCRATCH_READER = ("tl_wm_reader", "Wm-reader-4")
+T0 = datetime(2024, 3, 1, 9, 0, 0, tzinfo=UTC)
+
+
+class Scratch:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+
+    def add(self, seconds: float, thread: int, argument: bytes, command: str = "Query") -> None:
+        """One row, `seconds` after T0, written by u<thread>."""
+        when = (T0 + timedelta(seconds=seconds)).replace(tzinfo=None)
+        with self.root.cursor() as c:
+            c.execute(
+                f"INSERT INTO {SCRATCH}.general_log VALUES (%s, %s, %s, 1, %s, %s)",
+                (when, f"u{thread}[u{thread}] @ app [10.0.0.{thread}]", thread, command, argument),
+            )
+
+    def reader(self) -> Any:
+        return pymysql.connect(
+            host="127.0.0.1", port=3306, user=SCRATCH_READER[0], password=SCRATCH_READER[1], autocommit=True
+        )
+
+
+@pytest.fixture(scope="module")
+def scratch_server() -> Iterator[Any]:
+    try:
+        root = pymysql.connect(unix_socket="/run/mysqld/mysqld.sock", user="root", autocommit=True)
+    except Exception as e:  # any failure to connect means "no server here"
+        pytest.skip(f"MariaDB is not reachable on /run/mysqld/mysqld.sock: {e}")
+    with root.cursor() as c:
+        c.execute("SET SESSION sql_log_off = ON")
+        c.execute("SET SESSION time_zone = '+00:00'")
+        c.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
+        c.execute(f"CREATE DATABASE {SCRATCH}")
+        c.execute(f"CREATE TABLE {SCRATCH}.general_log LIKE mysql.general_log")
+        # MySQL's argument column is a MEDIUMBLOB: any bytes (MariaDB's utf8mb3 text refuses 0xFF).
+        c.execute(f"ALTER TABLE {SCRATCH}.general_log MODIFY argument MEDIUMBLOB NOT NULL")
+        c.execute("DROP USER IF EXISTS %s@'%%'", (SCRATCH_READER[0],))
+        c.execute("CREATE USER %s@'%%' IDENTIFIED BY %s", SCRATCH_READER)
+        c.execute(f"GRANT SELECT ON {SCRATCH}.general_log TO %s@'%%'", (SCRATCH_READER[0],))
+    try:
+        yield root
+    finally:
+        with root.cursor() as c:
+            c.execute(f"DROP DATABASE IF EXISTS {SCRATCH}")
+            c.execute("DROP USER IF EXISTS %s@'%%'", (SCRATCH_READER[0],))
+        root.close()
+
+
+@pytest.fixture
+def scratch(scratch_server: Any) -> Scratch:
+    with scratch_server.cursor() as c:
+        c.execute(f"TRUNCATE TABLE {SCRATCH}.general_log")
+    return Scratch(scratch_server)
+
+
+def _pull(conn: Any, watermark: Any, *, stop: int | None = None, **kw: Any) -> tuple[list[LogRecord], Any]:
+    """Records of one pull (stopped after `stop` records), and its watermark through JSON."""
+    puller = Puller(conn, watermark, table=f"{SCRATCH}.general_log", **kw)
+    got: list[LogRecord] = []
+    if stop == 0:  # stopped before its first record
+        return got, json.loads(json.dumps(puller.watermark if watermark is None else watermark))
+    stream = puller.records()
+    for record in stream:
+        got.append(record)
+        if len(got) == stop:
+            break
+    stream.close()
+    return got, json.loads(json.dumps(puller.watermark))
+
+
+def _ids(records: list[LogRecord]) -> list[tuple]:  # type: ignore[type-arg]
+    return [(r.occurred_at, r.connection_id, r.argument, r.offset, r.extra["row_hash"]) for r in records]
+
+
+def _same_times(s: Scratch) -> None:
+    """Three rows at one time, identical twins with a third row at another, then later rows."""
+    s.add(0, 1, b"DELETE FROM shop.orders WHERE id = 1")
+    s.add(0, 2, b"DELETE FROM shop.orders WHERE id = 2")
+    s.add(0, 3, b"SELECT 3")
+    s.add(0.5, 4, b"UPDATE t SET a = 1")
+    s.add(0.5, 4, b"UPDATE t SET a = 1")  # the same client, the same statement, the same microsecond
+    s.add(0.5, 5, b"SELECT '\x00\xff'")
+    s.add(1, 6, b"SELECT 6")
+    s.add(9, 7, b"SELECT 7")  # beyond the overlap of everything before it
+
+
+def test_rows_sharing_a_time_and_identical_twins_are_each_pulled_once(scratch: Scratch) -> None:
+    _same_times(scratch)
+    conn = scratch.reader()
+    records, watermark = _pull(conn, None)
+    assert [(r.connection_id, r.offset) for r in records] == [
+        (1, 0), (2, 0), (3, 0), (4, 0), (4, 1), (5, 0), (6, 0), (7, 0)
+    ]  # fmt: skip
+    assert len({r.extra["row_hash"] for r in records}) == 8
+    assert records[5].argument == b"SELECT '\x00\xff'"
+    assert records[0].occurred_at == T0 and records[0].user == "u1" and records[0].ip == "10.0.0.1"
+    assert watermark == {
+        "time": (T0 + timedelta(seconds=9)).isoformat(),
+        "since": (T0 + timedelta(seconds=7)).isoformat(),
+        "seen": [records[7].extra["row_hash"]],
+    }
+    again, after = _pull(conn, watermark)
+    assert (again, after) == ([], watermark)
+    conn.close()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 100])
+def test_a_pull_stopped_anywhere_and_resumed_gives_every_row_once(scratch: Scratch, chunk: int) -> None:
+    _same_times(scratch)
+    conn = scratch.reader()
+    everything, _ = _pull(conn, None)
+    for first in range(len(everything) + 1):
+        for second in (0, 1, 2):  # the resumed pull is stopped again, then a last one runs to the end
+            got, watermark = _pull(conn, None, stop=first, chunk=chunk)
+            more, watermark = _pull(conn, watermark, stop=second, chunk=chunk)
+            rest, watermark = _pull(conn, watermark, chunk=chunk)
+            # Every row once; rows sharing a time may come in another order from one query to the next.
+            assert sorted(_ids(got + more + rest)) == sorted(_ids(everything)), (first, second)
+            assert _pull(conn, watermark)[0] == []
+    conn.close()
+
+
+def test_rows_that_arrive_late_inside_the_overlap_come_in_the_next_pull(scratch: Scratch) -> None:
+    scratch.add(0, 1, b"SELECT 1")
+    scratch.add(5, 2, b"SELECT 2")
+    conn = scratch.reader()
+    first, watermark = _pull(conn, None, overlap=2.0)
+    assert [r.connection_id for r in first] == [1, 2]
+    assert watermark["since"] == (T0 + timedelta(seconds=3)).isoformat()
+    # Committed after that pull, with times from before its newest row:
+    scratch.add(5, 2, b"SELECT 2")  # a twin of the newest row
+    scratch.add(5, 3, b"DELETE FROM shop.orders")  # another row at the newest time
+    scratch.add(3.5, 4, b"DROP TABLE shop.orders")  # inside the overlap window
+    scratch.add(3, 5, b"SELECT 'at since'")  # exactly at `since`: still read
+    scratch.add(2.9, 6, b"SELECT 'too late'")  # before `since`: the documented limit
+    second, watermark = _pull(conn, watermark, overlap=2.0)
+    pulled = [(r.occurred_at, r.connection_id, r.offset, r.argument) for r in second]
+    at = lambda seconds: T0 + timedelta(seconds=seconds)  # noqa: E731
+    assert pulled[:2] == [(at(3), 5, 0, b"SELECT 'at since'"), (at(3.5), 4, 0, b"DROP TABLE shop.orders")]
+    # Rows of one time come in no fixed order; the twin is the second "SELECT 2" of its time.
+    assert sorted(pulled[2:]) == [(at(5), 2, 1, b"SELECT 2"), (at(5), 3, 0, b"DELETE FROM shop.orders")]
+    assert all(r.connection_id != 6 for r in second)
+    assert _pull(conn, watermark)[0] == []
+    conn.close()
+
+
+def test_a_row_arriving_while_a_pull_is_stopped_comes_when_it_resumes(scratch: Scratch) -> None:
+    for n in range(6):
+        scratch.add(n * 0.1, n, b"SELECT %d" % n)
+    conn = scratch.reader()
+    got, watermark = _pull(conn, None, stop=4, chunk=2)
+    scratch.add(0.15, 9, b"DELETE FROM shop.orders")  # before the last row read, after `since`
+    # Stopped again right after the late row: rows 2 and 3, read before, lie ahead of it.
+    late, watermark = _pull(conn, watermark, stop=1)
+    rest, watermark = _pull(conn, watermark)
+    assert [r.connection_id for r in got] == [0, 1, 2, 3]
+    assert [r.connection_id for r in late] == [9]
+    assert [r.connection_id for r in rest] == [4, 5]
+    assert _pull(conn, watermark)[0] == []
+    conn.close()
+
+
+def test_pull_returns_the_final_watermark(scratch: Scratch) -> None:
+    from ingest.mysql_table import pull
+
+    _same_times(scratch)
+    conn = scratch.reader()
+
+    def consume() -> Iterator[LogRecord]:
+        watermark = yield from pull(conn, None, table=f"{SCRATCH}.general_log")
+        holder.append(watermark)
+
+    holder: list[Any] = []
+    records = list(consume())
+    assert len(records) == 8
+    assert holder == [_pull(conn, None)[1]]
+    assert json.loads(json.dumps(holder[0])) == holder[0]
+    conn.close()
+
+
+def test_it_refuses_a_table_name_it_would_have_to_quote() -> None:
+    with pytest.raises(ValueError, match=r"not a db\.table name"):
+        Puller(None, None, table="mysql.general_log; DROP TABLE x")

@@ -2,12 +2,14 @@
 
 The fixtures in tests/fixtures/general_log_table/ were written by the real MariaDB
 (regenerate.py beside them): the same 13 rows once as the CSV engine's file and once as
-a tab-separated export. No Django, no database.
+a tab-separated export. No Django, no database; one test (marked mariadb) has the real
+server's CSV engine and INTO OUTFILE write every byte value and reads them back.
 """
 
 from __future__ import annotations
 
 import io
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -51,6 +53,8 @@ def who(r: LogRecord) -> tuple:  # type: ignore[type-arg]
     ("text", "expected"),
     [
         ("root[root] @ localhost []", ("root", "root", "localhost", None)),
+        ("[root] @ localhost []", ("root", None, "localhost", None)),  # Connect row: no account yet
+        ("root[root] @  [127.0.0.1]", ("root", "root", None, "127.0.0.1")),  # no host name resolved
         ("u[u] @  [127.0.0.1]", ("u", "u", None, "127.0.0.1")),
         ("alice[alice] @ localhost [127.0.0.1]", ("alice", "alice", "localhost", "127.0.0.1")),
         ("[tl_alice] @  [127.0.0.1]", ("tl_alice", None, None, "127.0.0.1")),  # before login
@@ -212,6 +216,16 @@ def test_it_reads_every_tsv_escape() -> None:
     assert (items[1].line, items[1].offset) == (3, len(row))  # the first row spans two lines
 
 
+def test_a_carriage_return_before_the_line_end_is_the_arguments() -> None:
+    # INTO OUTFILE writes \r unescaped: "\r\n" ends a row whose argument ends in "\r".
+    (r,) = tsv(b"2024-01-01 10:00:00\tu[u] @ h []\t5\t1\tQuery\tSELECT 1\r\n")
+    assert isinstance(r, LogRecord)
+    assert (r.argument, r.raw) == (
+        b"SELECT 1\r",
+        b"2024-01-01 10:00:00\tu[u] @ h []\t5\t1\tQuery\tSELECT 1\r\n",
+    )
+
+
 def test_it_reads_null_values_in_an_export() -> None:
     (r,) = tsv(b"2024-01-01 10:00:00\t\\N\t1\t1\tQuery\t\\N\n")
     assert isinstance(r, LogRecord)
@@ -300,21 +314,109 @@ def test_the_recognisers_know_their_own_files_only() -> None:
 # -- corpus ---------------------------------------------------------------------------------------
 
 
-def test_the_documented_user_host_of_the_corpus_sample_reads() -> None:
+def _vertical_rows(data: bytes) -> list[dict[str, bytes]]:
+    """The rows of a `SELECT ... \\G` listing: `column: value` lines under `*** N. row ***`."""
+    rows: list[dict[str, bytes]] = []
+    for line in data.splitlines():
+        if line.startswith(b"*****") and line.rstrip().endswith(b"row ***************************"):
+            rows.append({})
+        elif rows and b": " in line:
+            name, value = line.split(b": ", 1)
+            rows[-1][name.strip().decode()] = value
+    return rows
+
+
+def test_the_rows_of_the_documented_select_read_as_records() -> None:
     path = CORPUS / "general-log-table" / "mariadb-docs_mysql.general_log-table_SELECT-vertical.txt"
     if not path.exists():
         pytest.skip(f"{path} is absent (the shared corpus lives outside the repository)")
-    # A \G dump (not a file format we ingest): check its user_host and times read as ours.
-    values = [line.split(b": ", 1)[1].strip() for line in path.read_bytes().splitlines() if b": " in line]
-    hosts = [v for v in values if b" @ " in v]
-    assert len(hosts) == 2
-    assert {parse_user_host(h) for h in hosts} == {("root", "root", "localhost", None)}
-    rows = [
-        row_record(datetime.fromisoformat(v.decode()), hosts[0], 74, 1, "Query", b"SELECT 1")
-        for v in values
-        if v[:4].isdigit() and b"-" in v
+    # A \\G listing is no file format we ingest: its values go through row_record as a
+    # live row's would, and every field of the result is compared.
+    rows = _vertical_rows(path.read_bytes())
+    records = [
+        row_record(
+            datetime.fromisoformat(row["event_time"].decode()),
+            row["user_host"],
+            int(row["thread_id"]),
+            int(row["server_id"]),
+            row["command_type"],
+            row["argument"],
+        )
+        for row in rows
     ]
-    assert [r.occurred_at for r in rows] == [
-        datetime(2014, 11, 11, 8, 40, 4, 117177),
-        datetime(2014, 11, 11, 8, 40, 10, 501131),
+    expected = [
+        (datetime(2014, 11, 11, 8, 40, 4, 117177), b"SELECT * FROM test.s"),
+        (datetime(2014, 11, 11, 8, 40, 10, 501131), b"SELECT * FROM mysql.general_log"),
     ]
+    assert records == [
+        LogRecord(
+            line=0,
+            offset=0,
+            raw=canonical_row(when, "root[root] @ localhost []", 74, 1, "Query", argument),
+            occurred_at=when,
+            connection_id=74,
+            command="Query",
+            argument=argument,
+            user="root",
+            host="localhost",
+            ip=None,
+            extra={"account": "root", "server_id": "1"},
+        )
+        for when, argument in expected
+    ]
+    assert (
+        records[0].raw
+        == b"2014-11-11 08:40:04.117177\troot[root] @ localhost []\t74\t1\tQuery\tSELECT * FROM test.s\n"
+    )
+
+
+# -- the real server's escaping, byte by byte ------------------------------------------------------
+
+ENGINE_DB = "gltable_bytes"
+# Every byte value, and the sequences an escaping reader could get wrong.
+VALUES = [bytes(range(256)), b"\\", b"\\\\", b'"', b"\\n", b"end\\", b"", b'\\q\\"\\r', b"\\N", b"\t\n\r"]
+
+
+@pytest.mark.mariadb
+def test_what_the_csv_engine_and_into_outfile_write_reads_back_byte_for_byte(tmp_path: Path) -> None:
+    pymysql = pytest.importorskip("pymysql")
+    try:
+        root = pymysql.connect(unix_socket="/run/mysqld/mysqld.sock", user="root", autocommit=True)
+    except Exception as e:  # any failure to connect means "no server here"
+        pytest.skip(f"MariaDB is not reachable on /run/mysqld/mysqld.sock: {e}")
+    datadir_file = Path(f"/var/lib/mysql/{ENGINE_DB}/general_log.CSV")
+    export = Path(f"/tmp/{ENGINE_DB}-{os.getpid()}.tsv")
+    try:
+        with root.cursor() as c:
+            c.execute("SET SESSION sql_log_off = ON")
+            c.execute("SET SESSION time_zone = '+00:00'")
+            c.execute(f"DROP DATABASE IF EXISTS {ENGINE_DB}")
+            c.execute(f"CREATE DATABASE {ENGINE_DB}")
+            # The log table's columns and engine; the argument a blob (as in MySQL) to take any byte.
+            c.execute(f"CREATE TABLE {ENGINE_DB}.general_log LIKE mysql.general_log")
+            c.execute(f"ALTER TABLE {ENGINE_DB}.general_log MODIFY argument MEDIUMBLOB NOT NULL")
+            for n, value in enumerate(VALUES):
+                c.execute(
+                    f"INSERT INTO {ENGINE_DB}.general_log VALUES (%s, 'u[u] @ h []', %s, 1, 'Query', %s)",
+                    (datetime(2024, 1, 1, 0, 0, n, 500), n, value),
+                )
+            c.execute(f"FLUSH TABLES {ENGINE_DB}.general_log")
+            c.execute(f"SELECT * FROM {ENGINE_DB}.general_log INTO OUTFILE '{export}'")
+        try:
+            engine_file = datadir_file.read_bytes()
+        except OSError as e:
+            pytest.skip(f"cannot read the server's datadir: {e}")
+        exported = export.read_bytes()
+    finally:
+        export.unlink(missing_ok=True)
+        with root.cursor() as c:
+            c.execute(f"DROP DATABASE IF EXISTS {ENGINE_DB}")
+        root.close()
+    from_csv, from_tsv = csv(engine_file), tsv(exported)
+    for records, data in ((from_csv, engine_file), (from_tsv, exported)):
+        assert all(isinstance(r, LogRecord) for r in records)
+        assert [(r.connection_id, r.argument) for r in records] == list(enumerate(VALUES))  # type: ignore[union-attr]
+        assert [r.occurred_at for r in records] == [
+            datetime(2024, 1, 1, 0, 0, n, 500) for n in range(len(VALUES))
+        ]  # type: ignore[union-attr]
+        assert b"".join(r.raw for r in records) == data
