@@ -33,6 +33,21 @@ class SessionInfo:
     started_at: datetime | None = None  # time of its Connect, when the log has it
     ended_at: datetime | None = None  # time of its Quit
     attributed: bool = False  # True once a Connect (or equivalent) told us who it is
+    # Transactions (see normalize.Transactions): autocommit as the session set it (the
+    # server default, on, until it says otherwise), whether a BEGIN is open, and the
+    # data-changing events of the open transaction as (record hash, time) pairs.
+    autocommit: bool = True
+    explicit: bool = False
+    pending: list[tuple[bytes, datetime | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FlagCorrection:
+    """A flag learnt about events already yielded (maybe already stored): e.g. `rolled_back`
+    once their transaction ends in ROLLBACK. Keys are (record hash, time) pairs."""
+
+    flag: str
+    keys: list[tuple[bytes, datetime | None]]
 
 
 @dataclass(slots=True)

@@ -10,11 +10,12 @@ current server boot) is a plain dict, so a checkpoint can save and restore it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-from ingest.events import Event, SessionInfo
+from ingest.events import Event, FlagCorrection, SessionInfo
 from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, use_database
 
@@ -70,6 +71,9 @@ class SessionTracker:
                     "database": s.database,
                     "started_at": s.started_at.isoformat() if s.started_at else None,
                     "attributed": s.attributed,
+                    "autocommit": s.autocommit,
+                    "explicit": s.explicit,
+                    "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
                 }
                 for s in self.connections.values()
             ],
@@ -100,6 +104,12 @@ class SessionTracker:
                 database=c["database"],
                 started_at=started,
                 attributed=c["attributed"],
+                autocommit=c.get("autocommit", True),
+                explicit=c.get("explicit", False),
+                pending=[
+                    (bytes.fromhex(h), datetime.fromisoformat(t) if t else None)
+                    for h, t in c.get("pending", [])
+                ],
             )
 
     # -- the stage -----------------------------------------------------------
@@ -247,8 +257,63 @@ class SessionTracker:
         return event
 
 
-def classify_events(items: Iterable[Event | Problem]) -> Iterator[Event | Problem]:
-    """Fill in statement type, tables, destructive and flags from the SQL."""
+# Statements that commit the open transaction before they run (MySQL "implicit commit"):
+# DDL, account management, LOCK TABLES... A BEGIN does too (it starts a new transaction).
+_IMPLICIT_COMMIT = re.compile(
+    r"^(?:CREATE|ALTER|DROP|RENAME|TRUNCATE|GRANT|REVOKE|SET\x20PASSWORD|LOCK\x20TABLES"
+    r"|UNLOCK\x20TABLES|LOAD\x20INDEX|ANALYZE|OPTIMIZE|REPAIR|FLUSH|INSTALL|UNINSTALL|BEGIN|START)"
+)
+_AUTOCOMMIT = re.compile(r"autocommit\s*=\s*(?P<value>0|1|on|off|true|false)\b", re.IGNORECASE)
+_ROLLBACK_TO = re.compile(r"\bTO\b", re.IGNORECASE)
+
+
+def _rollback(session: SessionInfo) -> FlagCorrection | None:
+    keys, session.pending = session.pending, []
+    session.explicit = False
+    return FlagCorrection("rolled_back", keys) if keys else None
+
+
+def _transactions(event: Event) -> FlagCorrection | None:
+    """Follow the session's transaction through this event; a correction when it rolls back.
+
+    Data-changing statements run inside a transaction (BEGIN ... or autocommit off) wait
+    in the session's `pending` list. COMMIT, an implicit commit (DDL, BEGIN, turning
+    autocommit on) clears the list; ROLLBACK, a disconnect or a change of user with the
+    transaction open (the server rolls it back) flags them `rolled_back`. ROLLBACK TO
+    SAVEPOINT undoes an unknown part: nothing is flagged. A statement the log says failed
+    changed nothing. A server restart drops the list without a verdict (the banner may be
+    a log reopening, after which the transaction goes on unseen).
+    """
+    session = event.session
+    if event.command in ("Quit", "Change user"):
+        return _rollback(session)
+    if event.command not in ("Query", "Execute") or "failed" in event.flags:
+        return None
+    kind = event.statement_type
+    if kind == "ROLLBACK":
+        if _ROLLBACK_TO.search(event.sql):
+            return None
+        return _rollback(session)
+    if kind == "COMMIT":
+        session.pending, session.explicit = [], False
+    elif _IMPLICIT_COMMIT.match(kind):
+        session.pending = []
+        session.explicit = kind in ("BEGIN", "START TRANSACTION")
+    elif kind == "SET" and (m := _AUTOCOMMIT.search(event.sql)):
+        on = m["value"].lower() in ("1", "on", "true")
+        if on:  # turning autocommit on commits what is open
+            session.pending, session.explicit = [], False
+        session.autocommit = on
+    elif event.destructive and (session.explicit or not session.autocommit):
+        session.pending.append((event.record_hash(), event.occurred_at))
+    return None
+
+
+def classify_events(
+    items: Iterable[Event | Problem],
+) -> Iterator[Event | Problem | FlagCorrection]:
+    """Fill in statement type, tables, destructive and flags from the SQL; follow transactions
+    and say (with a FlagCorrection after the event that decides it) which events were rolled back."""
     for item in items:
         if isinstance(item, Event) and item.command.startswith(TABLE_EVENT_PREFIX):
             # A table the server opened for the statement before it: evidence of access,
@@ -271,3 +336,7 @@ def classify_events(items: Iterable[Event | Problem]) -> Iterator[Event | Proble
                 if item.command == "Execute":
                     item.flags.add("prepared")
         yield item
+        if isinstance(item, Event):
+            correction = _transactions(item)
+            if correction is not None:
+                yield correction

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ingest.events import Event
+from ingest.events import Event, FlagCorrection
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile
 from ingest.mysql_table import Puller
 from ingest.normalize import SessionTracker, classify_events
@@ -151,20 +151,26 @@ class Batch:
     events: list[Event]
     problems: list[Problem]
     bytes_read: int  # of the file on disk, once this batch was parsed
+    corrections: list[FlagCorrection]  # applied after the batch's events are stored
 
 
-def _batches(items: Iterator[Event | Problem], size: int, position: Callable[[], int]) -> Iterator[Batch]:
+def _batches(
+    items: Iterator[Event | Problem | FlagCorrection], size: int, position: Callable[[], int]
+) -> Iterator[Batch]:
     events: list[Event] = []
     problems: list[Problem] = []
+    corrections: list[FlagCorrection] = []
     for item in items:
         if isinstance(item, Event):
             events.append(item)
             if len(events) >= size:
-                yield Batch(events, problems, position())
-                events, problems = [], []
+                yield Batch(events, problems, position(), corrections)
+                events, problems, corrections = [], [], []
+        elif isinstance(item, FlagCorrection):
+            corrections.append(item)
         else:
             problems.append(item)
-    yield Batch(events, problems, position())
+    yield Batch(events, problems, position(), corrections)
 
 
 def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Problem]) -> None:
@@ -224,7 +230,7 @@ def ingest_file(
         items = classify_events(tracker.process(parser(opened.lines, hints)))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
-            yield ("batch", formatted, batch.problems, len(batch.events), batch.bytes_read)
+            yield ("batch", formatted, batch.problems, len(batch.events), batch.bytes_read, batch.corrections)
         yield ("done", opened.reader.bytes_read, opened.reader.sha256.hexdigest(), tracker.to_state())
 
     messages = in_second_process(parse) if settings.INGEST_PARALLEL else parse()
@@ -234,9 +240,10 @@ def ingest_file(
             if message[0] == "done":
                 done = message
                 continue
-            _, formatted, problems, seen, bytes_read = message
+            _, formatted, problems, seen, bytes_read, corrections = message
             with transaction.atomic():
                 stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
+                writer.apply_corrections(corrections)  # type: ignore[arg-type]
                 _store_problems(run, source_file, problems)  # type: ignore[arg-type]
                 run.bytes_read = bytes_read  # type: ignore[assignment]
                 run.events_seen += seen  # type: ignore[operator]
@@ -386,6 +393,7 @@ def ingest_table(source: Source, conn: object, *, progress: Progress | None = No
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: puller.rows_read):
             with transaction.atomic():
                 stored = writer.write(batch.events)
+                writer.apply_corrections(batch.corrections)
                 _store_problems(run, source_file, batch.problems)
                 checkpoint = {"watermark": puller.watermark, "tracker": tracker.to_state()}
                 Source.objects.filter(pk=source.pk).update(checkpoint=checkpoint)

@@ -17,7 +17,7 @@ from datetime import date
 import psycopg
 from django.db import connection, transaction
 
-from ingest.events import Event, SessionInfo, session_id_of
+from ingest.events import Event, FlagCorrection, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
 
 EVENT_COLUMNS = (
@@ -216,6 +216,17 @@ class EventWriter:
                     raise
                 self.slow_path = True
         return self._insert_new(batch.rows)
+
+    def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
+        """Add each correction's flag to its events, stored now or before (idempotent)."""
+        for c in corrections:
+            hashes = [h for h, _ in c.keys]
+            with connection.cursor() as cur:
+                cur.execute(
+                    "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                    " WHERE record_hash = ANY(%s) AND NOT (%s = ANY(flags))",
+                    [c.flag, hashes, c.flag],
+                )
 
     def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
         columns: list[list[object]] = [list(column) for column in zip(*sessions, strict=True)]
