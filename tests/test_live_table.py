@@ -35,13 +35,14 @@ def root() -> Any:
     return pymysql.connect(unix_socket=SOCKET, user="root", autocommit=True, connect_timeout=3)
 
 
-def run_as(user: str, password: str, statements: list[str]) -> int:
+def run_as(user: str, password: str, statements: list[str], *, rollback: bool = False) -> int:
+    """Run the statements in one transaction (PyMySQL turns autocommit off), then COMMIT or ROLLBACK."""
     conn = pymysql.connect(host="127.0.0.1", port=3306, user=user, password=password, database="lt_shop")
     try:
         with conn.cursor() as c:
             for sql in statements:
                 c.execute(sql)
-            conn.commit()
+            conn.rollback() if rollback else conn.commit()
             c.execute("SELECT CONNECTION_ID()")
             return int(c.fetchone()[0])
     finally:
@@ -88,6 +89,7 @@ def scenario() -> Iterator[dict[str, int]]:
         ids = {
             "alice": run_as("lt_alice", "lt-Alice-7", ["SELECT * FROM orders", "SELECT 1"]),
             "bob": run_as("lt_bob", "lt-Bob-7", ["SELECT * FROM orders", "DELETE FROM orders WHERE id = 3"]),
+            "bob_undone": run_as("lt_bob", "lt-Bob-7", ["DELETE FROM orders WHERE id = 1"], rollback=True),
         }
         with admin.cursor() as c:
             c.execute("SET GLOBAL general_log = OFF")
@@ -121,7 +123,13 @@ def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api
     assert [(r["user"], r["host"], r["connection_id"], r["sql"], r["server"]) for r in rows] == [
         ("lt_bob", "127.0.0.1", scenario["bob"], "DELETE FROM orders WHERE id = 3", "live-db"),
     ]
-    assert "unattributed" not in rows[0]["flags"]
+    assert "unattributed" not in rows[0]["flags"] and "rolled_back" not in rows[0]["flags"]
+    # The DELETE bob took back with ROLLBACK is there, flagged.
+    query = {"destructive": "true", "connection_id": scenario["bob_undone"]}
+    undone = api_client.get("/api/v1/events/", query).json()["results"]
+    assert [(r["user"], r["sql"], "rolled_back" in r["flags"]) for r in undone] == [
+        ("lt_bob", "DELETE FROM orders WHERE id = 1", True)
+    ]
     assert rows[0]["database"] == "lt_shop"
     # Besides what the client set up (SET NAMES, autocommit, COMMIT), exactly what alice ran.
     assert set(Event.objects.filter(connection_id=scenario["alice"]).values_list("user", flat=True)) == {
