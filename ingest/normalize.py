@@ -27,6 +27,18 @@ OK_STATUSES = frozenset({None, "ok", "0"})
 TABLE_EVENT_PREFIX = "Table "
 
 
+def _jumped_back(connection_id: int | None, highest: int) -> bool:
+    """Whether a Connect's id is so far below the boot's highest that ids started over.
+
+    Connects are logged after authentication, so a few come out of id order; a restart
+    sends ids back near 1. Far below means below half of the highest and more than 64 under
+    it (a small server that restarts before reaching id 64 is not recognised this way).
+    """
+    if connection_id is None or not highest:
+        return False
+    return connection_id + max(64, highest // 2) < highest
+
+
 def _boot_stamp(when: datetime | None) -> str:
     return when.strftime("%Y%m%dT%H%M%SZ") if when else "unknown"
 
@@ -52,6 +64,7 @@ class SessionTracker:
         self.boot_is_restart = False  # whether the current boot began with a banner we saw
         self.connections: dict[int | None, SessionInfo] = {}
         self.last_time: datetime | None = None
+        self.max_connect_id = 0  # highest connection id a Connect had in this boot
 
     # -- checkpoint support -------------------------------------------------
 
@@ -60,6 +73,7 @@ class SessionTracker:
             "boot": self.boot,
             "boot_is_restart": self.boot_is_restart,
             "last_time": self.last_time.isoformat() if self.last_time else None,
+            "max_connect_id": self.max_connect_id,
             "connections": [
                 {
                     "key": s.key,
@@ -90,6 +104,7 @@ class SessionTracker:
         self.boot = state["boot"]
         self.boot_is_restart = state["boot_is_restart"]
         self.last_time = datetime.fromisoformat(state["last_time"]) if state["last_time"] else None
+        self.max_connect_id = state.get("max_connect_id", 0)
         self.connections = {}
         for c in state["connections"]:
             started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
@@ -155,6 +170,7 @@ class SessionTracker:
                 continue
             if isinstance(item, ServerStart):
                 self.connections.clear()
+                self.max_connect_id = 0
                 self.boot = None
                 self.boot_is_restart = True
                 banner = item
@@ -195,8 +211,17 @@ class SessionTracker:
         command = record.command
         failed = record.status not in OK_STATUSES
         if command == "Connect" and not failed:
+            if _jumped_back(record.connection_id, self.max_connect_id):
+                # Ids only grow within a boot: a new connection far below the highest one
+                # means the server restarted where the log shows no banner (audit logs
+                # write none, or the log was off then). Its open connections are gone.
+                self.connections.clear()
+                self.boot = _boot_stamp(when)
+                self.boot_is_restart = True
+                self.max_connect_id = 0
             # A Connect begins a new connection under this id, whatever came before.
             self.connections.pop(record.connection_id, None)
+            self.max_connect_id = max(self.max_connect_id, record.connection_id or 0)
         session = self._session(record.connection_id, when)
         flags: set[str] = set()
         if command in ("Connect", "Change user") and not failed:

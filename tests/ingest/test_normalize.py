@@ -101,3 +101,21 @@ def test_tracker_state_survives_a_round_trip() -> None:
     (event,) = list(restored.process([rec(5, "Query", b"DELETE FROM orders", T0)]))
     assert event.user == "a" and event.database == "shop"
     assert event.session.key == tracker.connections[5].key
+
+
+def test_ids_starting_over_without_a_banner_start_a_new_boot() -> None:
+    # An audit log writes no start banner: the ids going back near 1 tell of the restart.
+    log = (
+        b"20260105 09:00:00,db1,bob,h,500,1,CONNECT,shop,,0\n"
+        b"20260105 09:00:01,db1,bob,h,500,2,QUERY,shop,'SELECT 1',0\n"
+        b"20260105 09:00:02,db1,eve,h,466,3,CONNECT,shop,,0\n"  # out of order: not a restart
+        b"20260105 09:05:00,db1,carl,h,5,1,CONNECT,shop,,0\n"  # after a restart
+        b"20260105 09:05:01,db1,carl,h,500,2,QUERY,shop,'DELETE FROM orders',0\n"  # a new 500
+    )
+    from ingest.parsers.server_audit import parse_server_audit
+
+    events = [e for e in SessionTracker("db1").process(parse_server_audit(log.splitlines(keepends=True)))]
+    boots = [e.session.boot for e in events]
+    assert boots[0] == boots[1] == boots[2] != boots[3]
+    assert events[3].session.boot == events[4].session.boot
+    assert events[1].session.key != events[4].session.key  # two connections 500, two sessions
