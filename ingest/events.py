@@ -42,6 +42,18 @@ class SessionInfo:
 
 
 @dataclass(slots=True)
+class Gap:
+    """A stretch of time the log itself shows was not recorded (see normalize.find_gaps)."""
+
+    reason: str  # "logging_off", "restart", "time_backwards"
+    started_at: datetime | None  # the last time recorded before it
+    ended_at: datetime | None  # the first time recorded after it; None: not (yet) resumed
+    line: int  # the record that shows it: the one that switched logging off, or the first after
+    offset: int
+    detail: str
+
+
+@dataclass(slots=True)
 class FlagCorrection:
     """A flag learnt about events already yielded (maybe already stored): e.g. `rolled_back`
     once their transaction ends in ROLLBACK. Keys are (record hash, time) pairs."""

@@ -211,3 +211,31 @@ class Event(models.Model):
     @property
     def raw_text(self) -> str:
         return bytes(self.raw).decode("utf-8", "backslashreplace")
+
+
+class Gap(models.Model):
+    """Time the log itself shows was not recorded: logging switched off, a restart, the clock
+    going back. "The absence of evidence is not evidence of absence" is shown for these."""
+
+    class Reason(models.TextChoices):
+        LOGGING_OFF = "logging_off", "logging switched off"
+        RESTART = "restart", "server restart"
+        TIME_BACKWARDS = "time_backwards", "clock went backwards"
+
+    server = models.CharField(max_length=200)
+    reason = models.CharField(max_length=20, choices=Reason.choices)
+    started_at = models.DateTimeField(null=True, help_text="Last time recorded before it")
+    ended_at = models.DateTimeField(null=True, help_text="First time recorded after it; empty while open")
+    detail = models.CharField(max_length=300)
+    source_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="gaps")
+    line = models.BigIntegerField(help_text="Line of the record that shows it")
+    byte_offset = models.BigIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["source_file", "byte_offset", "reason"], name="gap_once"),
+        ]
+        indexes = [models.Index(fields=["server", "started_at"], name="gap_by_time")]
+
+    def __str__(self) -> str:
+        return f"{self.server}: {self.get_reason_display()} from {self.started_at} to {self.ended_at}"

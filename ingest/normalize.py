@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from ingest.events import Event, FlagCorrection, SessionInfo
+from ingest.events import Event, FlagCorrection, Gap, SessionInfo
 from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, use_database
 
@@ -365,3 +365,83 @@ def classify_events(
             correction = _transactions(item)
             if correction is not None:
                 yield correction
+
+
+# Statements that stop the log being read from recording (for every session): a gap follows.
+_LOGGING_OFF = re.compile(
+    r"""
+    \b(?:general_log|server_audit_logging)\s*=\s*'?(?:0|off|false)\b  # general log, server_audit
+    | \blog_output\s*=\s*'?none\b                                  # neither file nor table
+    | \baudit_log_disable\s*=\s*'?(?:1|on|true)\b                   # MySQL Enterprise / Percona
+    | \buninstall\s+(?:plugin|soname)\b[^;]*audit                  # an audit plugin unloaded
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+# Times printed with second precision may repeat; further back than this is a clock jump.
+_BACKWARDS = timedelta(seconds=1)
+
+
+class GapFinder:
+    """Finds where the log shows that recording stopped, as Gap items after the event that shows it.
+
+    - logging switched off (SET GLOBAL general_log = OFF, log_output = 'NONE',
+      server_audit_logging = OFF, an audit plugin unloaded): from that statement to the next
+      record (when logging came back); open (no end) while nothing follows;
+    - a restart: a start banner, or ids starting over (a new boot): from the last record
+      before to the first after, unless a logging-off gap covers it already;
+    - the clock going backwards (more than a second): from the later time to the earlier.
+    State (for the next file of the same server) is plain data: see to_state.
+    """
+
+    def __init__(self) -> None:
+        self.last_time: datetime | None = None
+        self.boot: str | None = None
+        self.off: tuple[datetime | None, int, int, str] | None = None  # (time, line, offset, sql)
+
+    def to_state(self) -> dict[str, Any]:
+        off = self.off
+        return {
+            "last_time": self.last_time.isoformat() if self.last_time else None,
+            "boot": self.boot,
+            "off": [off[0].isoformat() if off[0] else None, off[1], off[2], off[3]] if off else None,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.last_time = datetime.fromisoformat(state["last_time"]) if state.get("last_time") else None
+        self.boot = state.get("boot")
+        off = state.get("off")
+        self.off = (
+            (datetime.fromisoformat(off[0]) if off[0] else None, off[1], off[2], off[3]) if off else None
+        )
+
+    def process(self, items: Iterable[Any]) -> Iterator[Any]:
+        for item in items:
+            yield item
+            if isinstance(item, Event):
+                yield from self._see(item)
+        if self.off is not None:  # nothing recorded after it in this file
+            when, line, offset, sql = self.off
+            self.off = None
+            yield Gap("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
+
+    def _see(self, event: Event) -> Iterator[Gap]:
+        when = event.occurred_at
+        new_boot = self.boot is not None and event.session.boot != self.boot
+        if self.off is not None:
+            off_time, line, offset, sql = self.off
+            self.off = None
+            yield Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
+        elif new_boot:
+            yield Gap("restart", self.last_time, when, event.line, event.offset, "the server restarted")
+        elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:
+            detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
+            yield Gap("time_backwards", self.last_time, when, event.line, event.offset, detail)
+        if (
+            event.command in ("Query", "Execute")
+            and "failed" not in event.flags
+            and _LOGGING_OFF.search(event.sql)
+        ):
+            self.off = (when, event.line, event.offset, event.sql)
+        self.boot = event.session.boot
+        if when is not None:
+            self.last_time = when

@@ -28,10 +28,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ingest.events import Event, FlagCorrection
+from ingest.events import Event, FlagCorrection, Gap
+from ingest.models import Gap as GapRow
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile
 from ingest.mysql_table import Puller
-from ingest.normalize import SessionTracker, classify_events
+from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.general_log import parse_general_log
@@ -152,25 +153,29 @@ class Batch:
     problems: list[Problem]
     bytes_read: int  # of the file on disk, once this batch was parsed
     corrections: list[FlagCorrection]  # applied after the batch's events are stored
+    gaps: list[Gap]
 
 
 def _batches(
-    items: Iterator[Event | Problem | FlagCorrection], size: int, position: Callable[[], int]
+    items: Iterator[Event | Problem | FlagCorrection | Gap], size: int, position: Callable[[], int]
 ) -> Iterator[Batch]:
     events: list[Event] = []
     problems: list[Problem] = []
     corrections: list[FlagCorrection] = []
+    gaps: list[Gap] = []
     for item in items:
         if isinstance(item, Event):
             events.append(item)
             if len(events) >= size:
-                yield Batch(events, problems, position(), corrections)
-                events, problems, corrections = [], [], []
+                yield Batch(events, problems, position(), corrections, gaps)
+                events, problems, corrections, gaps = [], [], [], []
         elif isinstance(item, FlagCorrection):
             corrections.append(item)
+        elif isinstance(item, Gap):
+            gaps.append(item)
         else:
             problems.append(item)
-    yield Batch(events, problems, position(), corrections)
+    yield Batch(events, problems, position(), corrections, gaps)
 
 
 def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Problem]) -> None:
@@ -190,12 +195,32 @@ def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Prob
     )
 
 
+def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> None:
+    GapRow.objects.bulk_create(
+        [
+            GapRow(
+                server=source.server,
+                reason=g.reason,
+                started_at=g.started_at,
+                ended_at=g.ended_at,
+                detail=g.detail[:300],
+                source_file=source_file,
+                line=g.line,
+                byte_offset=g.offset,
+            )
+            for g in gaps
+        ],
+        ignore_conflicts=True,  # the same gap, found by an earlier run over the same bytes
+    )
+
+
 def ingest_file(
     path: Path,
     *,
     source: Source,
     fmt: str = "auto",
     tracker: SessionTracker | None = None,
+    gap_finder: GapFinder | None = None,
     progress: Progress | None = None,
 ) -> IngestRun:
     """Read one log file to its end into the store. Returns the finished run.
@@ -223,15 +248,18 @@ def ingest_file(
     tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
     hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year)
+    gaps = gap_finder or GapFinder()
 
     def parse() -> Iterator[tuple[object, ...]]:
         """The parsing side: ("batch", formatted, problems, events, bytes read)..., then
         ("done", bytes read, SHA-256 of the file, the tracker's state)."""
-        items = classify_events(tracker.process(parser(opened.lines, hints)))
+        items = gaps.process(classify_events(tracker.process(parser(opened.lines, hints))))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
-            yield ("batch", formatted, batch.problems, len(batch.events), batch.bytes_read, batch.corrections)
-        yield ("done", opened.reader.bytes_read, opened.reader.sha256.hexdigest(), tracker.to_state())
+            extra = (batch.corrections, batch.gaps)
+            yield ("batch", formatted, batch.problems, len(batch.events), batch.bytes_read, *extra)
+        state = tracker.to_state() | {"gaps": gaps.to_state()}
+        yield ("done", opened.reader.bytes_read, opened.reader.sha256.hexdigest(), state)
 
     messages = in_second_process(parse) if settings.INGEST_PARALLEL else parse()
     done: tuple[object, ...] = ()
@@ -240,10 +268,11 @@ def ingest_file(
             if message[0] == "done":
                 done = message
                 continue
-            _, formatted, problems, seen, bytes_read, corrections = message
+            _, formatted, problems, seen, bytes_read, corrections, found = message
             with transaction.atomic():
                 stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
                 writer.apply_corrections(corrections)  # type: ignore[arg-type]
+                _store_gaps(source, source_file, found)  # type: ignore[arg-type]
                 _store_problems(run, source_file, problems)  # type: ignore[arg-type]
                 run.bytes_read = bytes_read  # type: ignore[assignment]
                 run.events_seen += seen  # type: ignore[operator]
@@ -265,6 +294,7 @@ def ingest_file(
         opened.lines.close()
     _, bytes_read, sha256, state = done
     tracker.load_state(state)  # type: ignore[arg-type]  # sessions go on into the next file
+    gaps.load_state(state["gaps"])  # type: ignore[index]
     run.status = IngestRun.Status.DONE
     run.finished_at = timezone.now()
     run.bytes_read = bytes_read  # type: ignore[assignment]
@@ -388,14 +418,22 @@ def ingest_table(source: Source, conn: object, *, progress: Progress | None = No
     )
     puller = Puller(conn, checkpoint.get("watermark"))
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
-    items = classify_events(tracker.process(puller.records()))
+    gaps = GapFinder()
+    if checkpoint.get("gaps"):
+        gaps.load_state(checkpoint["gaps"])
+    items = gaps.process(classify_events(tracker.process(puller.records())))
     try:
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: puller.rows_read):
             with transaction.atomic():
                 stored = writer.write(batch.events)
                 writer.apply_corrections(batch.corrections)
+                _store_gaps(source, source_file, batch.gaps)
                 _store_problems(run, source_file, batch.problems)
-                checkpoint = {"watermark": puller.watermark, "tracker": tracker.to_state()}
+                checkpoint = {
+                    "watermark": puller.watermark,
+                    "tracker": tracker.to_state(),
+                    "gaps": gaps.to_state(),
+                }
                 Source.objects.filter(pk=source.pk).update(checkpoint=checkpoint)
                 run.bytes_read = batch.bytes_read  # rows read, for a table
                 run.events_seen += len(batch.events)

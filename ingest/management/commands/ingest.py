@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from ingest.models import IngestRun, Source
-from ingest.normalize import SessionTracker
+from ingest.normalize import GapFinder, SessionTracker
 from ingest.parsers.detect import UnknownFormat
 from ingest.pipeline import ingest_file, source_for_path
 
@@ -46,6 +46,7 @@ class Command(BaseCommand):
             if not path.is_file():
                 raise CommandError(f"{path}: no such file")
         tracker = SessionTracker(server, tz)  # shared: sessions continue from one file into the next
+        gap_finder = GapFinder()  # and so does what the log shows about recording
         totals = {"stored": 0, "seen": 0, "problems": 0}
         started = time.monotonic()
         for path in paths:
@@ -64,7 +65,9 @@ class Command(BaseCommand):
                 bar.set_postfix(events=run.events_stored, refresh=False)
 
             try:
-                run = ingest_file(path, source=source, fmt=fmt, tracker=tracker, progress=show)
+                run = ingest_file(
+                    path, source=source, fmt=fmt, tracker=tracker, gap_finder=gap_finder, progress=show
+                )
             except UnknownFormat as e:
                 raise CommandError(f"{path}: {e}") from None
             except ValueError as e:
