@@ -18,6 +18,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.expressions import RawSQL
 
 from ingest.models import Event
+from ingest.sql.renames import rename_pairs
 
 STATEMENT_TYPES = [
     "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "TRUNCATE", "DROP TABLE", "DROP DATABASE",
@@ -77,20 +78,64 @@ class EventFilter(django_filters.FilterSet):
     def filter_table(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         value = value.strip()
         if "." in value:
-            return queryset.filter(tables__contains=[value])
-        # A bare name matches `<any db>.<name>` as well as an unqualified name.
-        matches = RawSQL(
-            "EXISTS (SELECT 1 FROM unnest(ingest_event.tables) AS t(name)"
-            " WHERE t.name = %s OR t.name LIKE %s ESCAPE '\\')",
-            (value, "%." + _like_escape(value)),
-        )
-        return queryset.annotate(table_match=matches).filter(table_match=True)
+            match = Q(tables__contains=[value])
+            starts = [value]
+        else:
+            # A bare name matches `<any db>.<name>` as well as an unqualified name.
+            matches = RawSQL(
+                "EXISTS (SELECT 1 FROM unnest(ingest_event.tables) AS t(name)"
+                " WHERE t.name = %s OR t.name LIKE %s ESCAPE '\\')",
+                (value, "%." + _like_escape(value)),
+            )
+            queryset = queryset.annotate(table_match=matches)
+            match = Q(table_match=True)
+            renames = _renames().annotate(table_match=matches).filter(table_match=True)
+            starts = [
+                t
+                for tables in renames.values_list("tables", flat=True)
+                for t in tables
+                if t == value or t.endswith("." + value)
+            ]
+        # The table under the names it was given later (RENAME TABLE, ALTER TABLE ... RENAME):
+        # what happened to `orders_old` after `orders` became it is part of the history of `orders`.
+        for later, since in renamed_to(starts):
+            match |= Q(tables__contains=[later], occurred_at__gte=since)
+        return queryset.filter(match)
 
     def filter_flag(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         return queryset.filter(flags__contains=[value.strip()])
 
     def filter_text(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         return queryset.filter(sql__icontains=value)
+
+
+RENAME_TYPES = ("RENAME TABLE", "ALTER TABLE")
+MAX_RENAMES = 100  # a bound on following names, against a log that renames in circles
+
+
+def _renames() -> QuerySet[Event]:
+    """Events that may have renamed tables (rename_pairs says which became which)."""
+    return Event.objects.filter(destructive=True, statement_type__in=RENAME_TYPES)
+
+
+def renamed_to(names: list[str]) -> list[tuple[str, datetime]]:
+    """Every later name of these tables, with the time from which it is theirs, in order."""
+    found: list[tuple[str, datetime]] = []
+    todo: list[tuple[str, datetime | None]] = [(n, None) for n in dict.fromkeys(names)]
+    seen = set(names)
+    while todo and len(found) < MAX_RENAMES:
+        name, since = todo.pop(0)
+        renames = _renames().filter(tables__contains=[name], occurred_at__isnull=False)
+        if since is not None:
+            renames = renames.filter(occurred_at__gte=since)
+        rows = renames.order_by("occurred_at", "id").values_list("occurred_at", "sql", "database")
+        for when, sql, database in rows:
+            for old, new in rename_pairs(sql, database):
+                if old == name and new not in seen:
+                    seen.add(new)
+                    found.append((new, when))
+                    todo.append((new, when))
+    return found
 
 
 def filter_events(params: dict | None, queryset: QuerySet[Event] | None = None) -> EventFilter:
