@@ -30,6 +30,8 @@ class SessionInfo:
     host: str | None = None
     ip: str | None = None
     database: str | None = None
+    program: str | None = None  # client program (audit logs' connection attributes)
+    os_user: str | None = None  # the client's operating-system user
     started_at: datetime | None = None  # time of its Connect, when the log has it
     ended_at: datetime | None = None  # time of its Quit
     attributed: bool = False  # True once a Connect (or equivalent) told us who it is

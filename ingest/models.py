@@ -138,6 +138,8 @@ class Session(models.Model):
     user = models.CharField(max_length=200, null=True)
     host = models.CharField(max_length=300, null=True)
     ip = models.CharField(max_length=64, null=True)
+    program = models.CharField(max_length=200, null=True, help_text="Client program, where the log names it")
+    os_user = models.CharField(max_length=200, null=True, help_text="Client's operating-system user")
     database = models.CharField(max_length=200, null=True, help_text="Database when the session began")
     started_at = models.DateTimeField(null=True)
     ended_at = models.DateTimeField(null=True)

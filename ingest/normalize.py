@@ -83,6 +83,8 @@ class SessionTracker:
                     "host": s.host,
                     "ip": s.ip,
                     "database": s.database,
+                    "program": s.program,
+                    "os_user": s.os_user,
                     "started_at": s.started_at.isoformat() if s.started_at else None,
                     "attributed": s.attributed,
                     "autocommit": s.autocommit,
@@ -117,6 +119,8 @@ class SessionTracker:
                 host=c["host"],
                 ip=c["ip"],
                 database=c["database"],
+                program=c.get("program"),
+                os_user=c.get("os_user"),
                 started_at=started,
                 attributed=c["attributed"],
                 autocommit=c.get("autocommit", True),
@@ -240,6 +244,10 @@ class SessionTracker:
             # Formats that name the account on every record (tables, audit logs).
             session.user, session.host, session.ip = record.user, record.host, record.ip
             session.attributed = True
+        if not failed:
+            # The client's details, where the format gives them (audit logs' connection attributes).
+            session.program = session.program or record.extra.get("program_name")
+            session.os_user = session.os_user or record.extra.get("os_user") or record.extra.get("os_login")
         # Who ran this record: the record's own account where the format names one on every
         # record (audit logs, table rows), else its connection's. A refused login names
         # who tried.

@@ -33,16 +33,20 @@ MAX_FIELD_CHARS = {"user": 200, "host": 300, "ip": 64, "database": 200, "command
 
 _SESSION_UPSERT = """
 INSERT INTO ingest_session
-    (id, key, server, boot, connection_id, "user", host, ip, database, started_at, ended_at, attributed)
+    (id, key, server, boot, connection_id, "user", host, ip, database, program, os_user, started_at,
+     ended_at, attributed)
 SELECT * FROM unnest(
     %s::int8[], %s::varchar[], %s::varchar[], %s::varchar[], %s::int8[], %s::varchar[], %s::varchar[],
-    %s::varchar[], %s::varchar[], %s::timestamptz[], %s::timestamptz[], %s::bool[])
+    %s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], %s::timestamptz[], %s::timestamptz[],
+    %s::bool[])
 ON CONFLICT (key) DO UPDATE SET
     -- What we learn later about a session fills gaps; it never overwrites what a Connect said.
     "user" = COALESCE(ingest_session."user", EXCLUDED."user"),
     host = COALESCE(ingest_session.host, EXCLUDED.host),
     ip = COALESCE(ingest_session.ip, EXCLUDED.ip),
     database = COALESCE(ingest_session.database, EXCLUDED.database),
+    program = COALESCE(ingest_session.program, EXCLUDED.program),
+    os_user = COALESCE(ingest_session.os_user, EXCLUDED.os_user),
     started_at = COALESCE(ingest_session.started_at, EXCLUDED.started_at),
     ended_at = GREATEST(ingest_session.ended_at, EXCLUDED.ended_at),
     attributed = ingest_session.attributed OR EXCLUDED.attributed
@@ -93,8 +97,8 @@ class FormattedBatch:
 def _session_row(s: SessionInfo) -> tuple[object, ...]:
     return (
         session_id_of(s.key), s.key, s.server, s.boot, s.connection_id, _bounded(s.user, 200),
-        _bounded(s.host, 300), _bounded(s.ip, 64), _bounded(s.database, 200), s.started_at, s.ended_at,
-        s.attributed,
+        _bounded(s.host, 300), _bounded(s.ip, 64), _bounded(s.database, 200), _bounded(s.program, 200),
+        _bounded(s.os_user, 200), s.started_at, s.ended_at, s.attributed,
     )  # fmt: skip
 
 

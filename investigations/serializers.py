@@ -32,14 +32,19 @@ class EventSerializer(serializers.ModelSerializer):
     )
     source = serializers.SerializerMethodField()
     session = serializers.CharField(source="session.key", read_only=True)
+    client = serializers.SerializerMethodField()
 
     class Meta:
         model = Event
         fields = [
             "id", "occurred_at", "server", "session", "user", "host", "ip", "connection_id", "database",
             "command", "statement_type", "tables", "destructive", "flags", "sql", "fingerprint",
-            "rows_affected", "status", "source",
+            "rows_affected", "status", "source", "client",
         ]  # fmt: skip
+
+    def get_client(self, event: Event) -> dict:
+        """The client program and operating-system user of the session, where the log names them."""
+        return {"program": event.session.program, "os_user": event.session.os_user}
 
     def get_source(self, event: Event) -> dict:
         f = event.source_file

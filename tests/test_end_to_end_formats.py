@@ -140,3 +140,23 @@ def test_an_unknown_format_stops_with_what_was_tried_and_the_first_line(tmp_path
     for name in ("json-audit", "xml-audit", "mariadb-audit", "general-log"):
         assert name in message
     assert "Dear diary, today the database was fine." in message
+
+
+def test_the_client_program_and_os_user_of_a_session_are_kept(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    connect = {
+        "timestamp": "2026-01-05 09:00:00", "id": 1, "class": "connection", "event": "connect",
+        "connection_id": 7, "account": {"user": "bob", "host": "db1"},
+        "login": {"user": "bob", "os": "", "ip": "10.0.0.8", "proxy": ""},
+        "connection_data": {"connection_type": "tcp/ip", "status": 0, "db": "shop",
+                            "connection_attributes": {"program_name": "mysqldump", "os_user": "bobby"}},
+    }  # fmt: skip
+    delete = {
+        "timestamp": "2026-01-05 09:00:01", "id": 2, "class": "general", "event": "status",
+        "connection_id": 7, "account": {"user": "bob", "host": "db1"},
+        "general_data": {"command": "Query", "query": "DELETE FROM orders", "status": 0},
+    }  # fmt: skip
+    path = tmp_path / "audit.log"
+    path.write_text(json.dumps(connect) + ",\n" + json.dumps(delete) + ",\n")
+    call_command("ingest", str(path), "--server", "s", stdout=io.StringIO())
+    [row] = api_client.get("/api/v1/events/", {"destructive": "true"}).json()["results"]
+    assert row["client"] == {"program": "mysqldump", "os_user": "bobby"}
