@@ -1,0 +1,54 @@
+"""The Django admin for what AuditWeb reads: sources are edited here; what was read (files,
+runs, problems, gaps) is evidence and only shown."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from ingest.models import Gap, IngestRun, ParseProblem, Source, SourceFile
+
+
+class ReadOnly(admin.ModelAdmin):
+    """Evidence: shown, never added, changed or deleted through the admin."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Source)
+class SourceAdmin(admin.ModelAdmin):
+    list_display = ["name", "kind", "format", "server", "timezone", "interval_seconds", "enabled"]
+    list_filter = ["kind", "format", "enabled"]
+    search_fields = ["name", "server", "path"]
+    readonly_fields = ["checkpoint", "created_at"]
+
+
+@admin.register(SourceFile)
+class SourceFileAdmin(ReadOnly):
+    list_display = ["path", "source", "size", "bytes_read", "sha256", "last_read_at"]
+    search_fields = ["path", "sha256"]
+
+
+@admin.register(IngestRun)
+class IngestRunAdmin(ReadOnly):
+    list_display = ["pk", "source", "status", "started_at", "finished_at", "events_stored", "problems"]
+    list_filter = ["status"]
+
+
+@admin.register(ParseProblem)
+class ParseProblemAdmin(ReadOnly):
+    list_display = ["source_file", "line", "offset", "reason", "excerpt_text"]
+    search_fields = ["reason"]
+
+
+@admin.register(Gap)
+class GapAdmin(ReadOnly):
+    list_display = ["server", "reason", "started_at", "ended_at", "source_file", "line"]
+    list_filter = ["reason", "server"]
