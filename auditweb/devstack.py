@@ -587,7 +587,7 @@ def demo(stack: Stack) -> int:
 
     say("migrating the database")
     stack.run([*manage, "migrate", "--no-input"])
-    _, login = stack.run([*manage, "create_login", "admin"], capture=True)
+    _, login = stack.run([*manage, "create_login", "admin", "--superuser"], capture=True)
     print(login, end="", flush=True)
     for pattern, server in SAMPLE_LOGS.items():
         samples = sorted(glob.glob(pattern))
