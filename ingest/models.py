@@ -221,6 +221,7 @@ class Gap(models.Model):
 
     class Reason(models.TextChoices):
         LOGGING_OFF = "logging_off", "logging switched off"
+        LOG_OPENED = "log_opened", "log (re)opened: restart or logging switched on"
         RESTART = "restart", "server restart"
         TIME_BACKWARDS = "time_backwards", "clock went backwards"
 

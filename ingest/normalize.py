@@ -395,8 +395,9 @@ class GapFinder:
     - logging switched off (SET GLOBAL general_log = OFF, log_output = 'NONE',
       server_audit_logging = OFF, an audit plugin unloaded): from that statement to the next
       record (when logging came back); open (no end) while nothing follows;
-    - a restart: a start banner, or ids starting over (a new boot): from the last record
-      before to the first after, unless a logging-off gap covers it already;
+    - a start banner (a restart, or logging switched on again: the banner cannot tell) or
+      connection ids starting over (a restart): from the last record before to the first
+      after, unless a logging-off gap covers it already;
     - the clock going backwards (more than a second): from the later time to the earlier.
     State (for the next file of the same server) is plain data: see to_state.
     """
@@ -439,8 +440,14 @@ class GapFinder:
             off_time, line, offset, sql = self.off
             self.off = None
             yield Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
+        elif new_boot and event.command == "Server start":
+            # A start banner is written at start-up, but also when logging is switched on
+            # again or the log reopened: the banner alone cannot tell which.
+            detail = "the server restarted, or logging was switched on again"
+            yield Gap("log_opened", self.last_time, when, event.line, event.offset, detail)
         elif new_boot:
-            yield Gap("restart", self.last_time, when, event.line, event.offset, "the server restarted")
+            detail = "the server restarted: connection ids started over"
+            yield Gap("restart", self.last_time, when, event.line, event.offset, detail)
         elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
             yield Gap("time_backwards", self.last_time, when, event.line, event.offset, detail)
