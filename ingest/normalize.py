@@ -18,6 +18,7 @@ from typing import Any
 from ingest.events import Event, FlagCorrection, Gap, SessionInfo
 from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, use_database
+from ingest.sql.routines import called_procedure, dropped_procedure, procedure_definition
 
 # Commands whose argument is a statement the server ran (or prepared).
 STATEMENT_COMMANDS = frozenset({"Query", "Execute", "Prepare"})
@@ -65,6 +66,8 @@ class SessionTracker:
         self.connections: dict[int | None, SessionInfo] = {}
         self.last_time: datetime | None = None
         self.max_connect_id = 0  # highest connection id a Connect had in this boot
+        # The server's stored procedures seen created: name -> [destructive, [tables]].
+        self.routines: dict[str, list[Any]] = {}
 
     # -- checkpoint support -------------------------------------------------
 
@@ -74,6 +77,7 @@ class SessionTracker:
             "boot_is_restart": self.boot_is_restart,
             "last_time": self.last_time.isoformat() if self.last_time else None,
             "max_connect_id": self.max_connect_id,
+            "routines": self.routines,
             "connections": [
                 {
                     "key": s.key,
@@ -107,6 +111,7 @@ class SessionTracker:
         self.boot_is_restart = state["boot_is_restart"]
         self.last_time = datetime.fromisoformat(state["last_time"]) if state["last_time"] else None
         self.max_connect_id = state.get("max_connect_id", 0)
+        self.routines = dict(state.get("routines", {}))
         self.connections = {}
         for c in state["connections"]:
             started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
@@ -342,8 +347,33 @@ def _transactions(event: Event) -> FlagCorrection | None:
     return None
 
 
+_ROUTINE_TYPES = frozenset({"CREATE PROCEDURE", "DROP PROCEDURE", "CALL"})
+
+
+def _routine(event: Event, routines: dict[str, list[Any]]) -> None:
+    """Learn procedures from CREATE/DROP PROCEDURE; mark a CALL with what its body does."""
+    if "failed" in event.flags:
+        return
+    kind = event.statement_type
+    if kind == "CREATE PROCEDURE":
+        found = procedure_definition(event.sql, event.database)
+        if found:
+            routines[found[0]] = [found[1].destructive, list(found[1].tables)]
+    elif kind == "DROP PROCEDURE":
+        name = dropped_procedure(event.sql, event.database)
+        if name:
+            routines.pop(name, None)
+    elif kind == "CALL":
+        name = called_procedure(event.sql, event.database)
+        if name in routines:
+            destructive, tables = routines[name]
+            event.destructive = event.destructive or destructive
+            event.tables = tuple(dict.fromkeys([*event.tables, *tables]))
+
+
 def classify_events(
     items: Iterable[Event | Problem],
+    routines: dict[str, list[Any]] | None = None,
 ) -> Iterator[Event | Problem | FlagCorrection]:
     """Fill in statement type, tables, destructive and flags from the SQL; follow transactions
     and say (with a FlagCorrection after the event that decides it) which events were rolled back."""
@@ -368,6 +398,8 @@ def classify_events(
                 item.destructive = c.destructive
                 if item.command == "Execute":
                     item.flags.add("prepared")
+                if routines is not None and item.statement_type in _ROUTINE_TYPES:
+                    _routine(item, routines)
         yield item
         if isinstance(item, Event):
             correction = _transactions(item)

@@ -253,7 +253,7 @@ def ingest_file(
     def parse() -> Iterator[tuple[object, ...]]:
         """The parsing side: ("batch", formatted, problems, events, bytes read)..., then
         ("done", bytes read, SHA-256 of the file, the tracker's state)."""
-        items = gaps.process(classify_events(tracker.process(parser(opened.lines, hints))))
+        items = gaps.process(classify_events(tracker.process(parser(opened.lines, hints)), tracker.routines))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
             extra = (batch.corrections, batch.gaps)
@@ -421,7 +421,7 @@ def ingest_table(source: Source, conn: object, *, progress: Progress | None = No
     gaps = GapFinder()
     if checkpoint.get("gaps"):
         gaps.load_state(checkpoint["gaps"])
-    items = gaps.process(classify_events(tracker.process(puller.records())))
+    items = gaps.process(classify_events(tracker.process(puller.records()), tracker.routines))
     try:
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: puller.rows_read):
             with transaction.atomic():

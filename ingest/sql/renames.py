@@ -19,7 +19,8 @@ _ALTER_RENAME = re.compile(
 )
 
 
-def _qualified(name: str, database: str | None) -> str:
+def qualify_name(name: str, database: str | None) -> str:
+    """`db`.`t`, db.t or t as db.t (backquotes removed), qualified with `database` when bare."""
     parts = [
         p.strip().strip("`").replace("``", "`")
         for p in re.split(r"\s*\.\s*(?=(?:[^`]*`[^`]*`)*[^`]*$)", name)
@@ -34,10 +35,10 @@ def rename_pairs(sql: str, database: str | None) -> list[tuple[str, str]]:
     m = _RENAME_TABLE.match(sql)
     if m:
         return [
-            (_qualified(p["old"], database), _qualified(p["new"], database))
+            (qualify_name(p["old"], database), qualify_name(p["new"], database))
             for p in _PAIR.finditer(m["pairs"])
         ]
     m = _ALTER_RENAME.match(sql)
     if m:
-        return [(_qualified(m["old"], database), _qualified(m["new"], database))]
+        return [(qualify_name(m["old"], database), qualify_name(m["new"], database))]
     return []
