@@ -66,6 +66,8 @@ class SessionTracker:
         self.connections: dict[int | None, SessionInfo] = {}
         self.last_time: datetime | None = None
         self.max_connect_id = 0  # highest connection id a Connect had in this boot
+        self._utc_in: datetime = datetime.min  # the last time converted by _utc, and its result
+        self._utc_out: datetime | None = None
         # The server's stored procedures seen created: name -> [destructive, [tables]].
         self.routines: dict[str, list[Any]] = {}
 
@@ -143,11 +145,12 @@ class SessionTracker:
             # The parser carries printed times forward itself; None means the log gave no
             # usable time (before the first one, or an impossible one): unknown, not guessed.
             return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=self.tz)
-        when = when.astimezone(UTC)
-        self.last_time = when
-        return when
+        if when == self._utc_in and (when.tzinfo is None) == (self._utc_in.tzinfo is None):
+            return self._utc_out  # logs print many records in the same second: convert once
+        converted = (when.replace(tzinfo=self.tz) if when.tzinfo is None else when).astimezone(UTC)
+        self._utc_in, self._utc_out = when, converted
+        self.last_time = converted
+        return converted
 
     def _session(self, connection_id: int | None, when: datetime | None) -> SessionInfo:
         if self.boot is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 import psycopg
 from django.db import connection, transaction
@@ -113,6 +113,8 @@ class RowFormatter:
         self._arrays: dict[tuple[str, ...], str] = {}
         self._flag_arrays: dict[frozenset[str], str] = {}
         self._session_ids: dict[str, str] = {}
+        self._last_time: datetime | None = None
+        self._last_iso: str | None = None
 
     def format(self, events: Sequence[Event]) -> FormattedBatch:
         sessions = {e.session.key: e.session for e in events}
@@ -130,7 +132,14 @@ class RowFormatter:
         """
         sql = e.sql if len(e.sql) <= MAX_SQL_CHARS else e.sql[:MAX_SQL_CHARS]
         flags = e.flags | {"sql_truncated"} if sql is not e.sql else e.flags
-        when = e.occurred_at.isoformat() if e.occurred_at is not None else None
+        occurred = e.occurred_at
+        if occurred is None:
+            when = None
+        elif occurred is self._last_time:  # the tracker hands consecutive records one object
+            when = self._last_iso
+        else:
+            when = self._last_iso = occurred.isoformat()
+            self._last_time = occurred
         key = (e.server, e.connection_id, e.user, e.host, e.ip, e.database, e.command)
         who = self._who.get(key)
         if who is None:
