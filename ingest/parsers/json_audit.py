@@ -26,8 +26,12 @@ How it is read:
 2. Between objects only white space, `[`, `]` and `,` may stand (the array envelope);
    anything else becomes a Problem with its position. So does an object that is not
    valid JSON (e.g. documentation samples hard-wrapped inside strings), one nested deeper
-   than json can read, one longer than MAX_OBJECT_BYTES (skipped to its end), and one
-   unfinished at the end of the file.
+   than json can read, one longer than MAX_OBJECT_BYTES (skipped to its end; a one-line
+   object too), and one unfinished at the end of the file. An object cut short elsewhere
+   (a crash mid-write, then the server appended again) must not swallow what follows:
+   inside a string the line's end ends it (JSON strings hold no raw newline), outside
+   one a line that opens with `{` at the column where the open object began does, and
+   so does a line that is one whole record of a known layout.
 3. Records map to the general log's vocabulary. Connect / Quit / Change user for
    connection events (a refused login keeps its error code as status); Query for a
    statement: McAfee records with a `query`, Percona `Query`, Enterprise `general`
@@ -58,7 +62,7 @@ MAX_OBJECT_BYTES = 16 << 20
 
 # The bytes the scanner stops at: quotes and backslashes (strings), and nesting.
 _STRUCTURE = re.compile(rb'["\\{}\[\]]')
-_ENVELOPE = frozenset(b" \t\r\n[],")
+_ENVELOPE = b" \t\r\n[],"  # what may stand between objects: the array's punctuation
 _KNOWN_KEYS = re.compile(rb'"(?:msg-type|audit_record|connection_id|class|thread-id)"\s*:')
 
 
@@ -72,46 +76,70 @@ class _Scanner:
     def __init__(self, start_offset: int, start_line: int) -> None:
         self.offset = start_offset
         self.line = start_line
+        self.at_line_start = True  # the next piece begins a line
         self.depth = 0  # nesting inside the current object (0: between objects)
         self.in_string = False
+        self.escape = False  # a backslash ended the last piece inside a string
         self.buffer: bytearray | None = None  # the current object's bytes (None while skipping one)
         self.start = (0, 0)  # its (offset, line)
+        self.indent: int | None = None  # its `{`'s column when nothing stood before it on its line
         self.garbage = bytearray()
         self.garbage_at = (0, 0)
         self.garbage_size = 0
 
     def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
-        for data in lines:
-            if self.depth == 0 and not self.garbage:
-                stripped = data.strip().rstrip(b",")
-                if stripped[:1] == b"{" and stripped[-1:] == b"}":
-                    # Fast path: the line is one object (json.loads checks that it is exactly one).
-                    lead = len(data) - len(data.lstrip())
-                    try:
-                        value = json.loads(stripped)
-                    except (ValueError, RecursionError):
-                        value = None
-                    if isinstance(value, dict):
-                        raw = data[lead : lead + len(stripped)]
-                        yield _record(value, raw, self.offset + lead, self.line)
-                        self._advance(data)
-                        continue
-            yield from self._scan(data)
-            self._advance(data)
+        for chunk in lines:
+            # Lines as a binary file iterates them hold one newline, at the end; any other
+            # chunking is cut at its newlines so that each piece lies within one line.
+            end = chunk.find(b"\n")
+            pieces = (chunk,) if end < 0 or end == len(chunk) - 1 else _split_lines(chunk)
+            for data in pieces:
+                yield from self._piece(data)
+
+    def _piece(self, data: bytes) -> Iterator[Item]:
+        line_start, self.at_line_start = self.at_line_start, data.endswith(b"\n")
+        if line_start and self.depth and not self.in_string:
+            body = data.lstrip(b" \t")
+            if body[:1] == b"{" and (len(data) - len(body) == self.indent or _is_whole_record(body)):
+                # An object still open when a line starts with `{` where it started itself, or
+                # a line is one whole audit record: it was cut short (a crash mid-write, then
+                # the server appended again; or stray bytes opened it). Report it and read on,
+                # so that it never swallows the records after it.
+                yield from self._cut_short(f"unfinished JSON object: another one begins at line {self.line}")
+        if self.depth == 0 and not self.garbage:
+            stripped = data.strip().rstrip(b",")
+            if stripped[:1] == b"{" and stripped[-1:] == b"}" and len(stripped) <= MAX_OBJECT_BYTES:
+                # Fast path: the line is one object (json.loads checks that it is exactly one).
+                lead = len(data) - len(data.lstrip())
+                try:
+                    value = json.loads(stripped)
+                except (ValueError, RecursionError):
+                    value = None
+                if isinstance(value, dict):
+                    raw = data[lead : lead + len(stripped)]
+                    yield _record(value, raw, self.offset + lead, self.line)
+                    self._advance(data)
+                    return
+        yield from self._scan(data, line_start)
+        self._advance(data)
 
     def finish(self) -> Iterator[Item]:
         yield from self._flush_garbage()
         if self.depth:
-            offset, line = self.start
-            excerpt = bytes(self.buffer[:PROBLEM_EXCERPT_BYTES]) if self.buffer is not None else b""
-            yield Problem(line, offset, excerpt, "unfinished JSON object at the end")
-            self.depth = 0
+            yield from self._cut_short("unfinished JSON object at the end")
+
+    def _cut_short(self, reason: str) -> Iterator[Item]:
+        offset, line = self.start
+        if self.buffer is not None:  # (an object over the bound was reported already)
+            yield Problem(line, offset, bytes(self.buffer[:PROBLEM_EXCERPT_BYTES]), reason)
+        self.depth, self.in_string, self.escape, self.buffer = 0, False, False, None
 
     def _advance(self, data: bytes) -> None:
         self.offset += len(data)
-        self.line += 1
+        if data.endswith(b"\n"):
+            self.line += 1
 
-    def _scan(self, data: bytes) -> Iterator[Item]:
+    def _scan(self, data: bytes, line_start: bool) -> Iterator[Item]:
         pos = 0
         n = len(data)
         while pos < n:
@@ -121,9 +149,10 @@ class _Scanner:
                 if start < 0:
                     return
                 yield from self._flush_garbage()
-                self.depth, self.in_string = 1, False
+                self.depth, self.in_string, self.escape = 1, False, False
                 self.buffer = bytearray(b"{")
                 self.start = (self.offset + start, self.line)
+                self.indent = start if line_start and not data[:start].strip(b" \t") else None
                 pos = start + 1
                 continue
             end = self._object_end(data, pos)
@@ -140,12 +169,7 @@ class _Scanner:
                     # JSON strings hold no raw newline: the object is broken (cut short, or
                     # wrapped by hand). Report it and start afresh on the next line, so that
                     # one bad record never swallows the good ones after it.
-                    offset, line = self.start
-                    excerpt = bytes(self.buffer[:PROBLEM_EXCERPT_BYTES]) if self.buffer is not None else b""
-                    self.depth, self.in_string, self.buffer = 0, False, None
-                    yield Problem(
-                        line, offset, excerpt, "not valid JSON: a string runs past the end of its line"
-                    )
+                    yield from self._cut_short("not valid JSON: a string runs past the end of its line")
                 return
             if self.buffer is not None:
                 raw, (offset, line) = bytes(self.buffer), self.start
@@ -156,10 +180,12 @@ class _Scanner:
     def _object_end(self, data: bytes, pos: int) -> int:
         """Follow strings and nesting from data[pos:]; the index after the object's last `}`, or -1.
 
-        A backslash in a string escapes the byte after it; lines end in a newline, so an
-        escape never reaches into the next line.
+        A backslash in a string escapes the byte after it, also when it ends a piece of a
+        line cut short by the reader (the escape then carries over to the next piece).
         """
         skip_to = pos
+        if self.escape:
+            self.escape, skip_to = False, pos + 1
         for m in _STRUCTURE.finditer(data, pos):
             at = m.start()
             if at < skip_to:
@@ -178,10 +204,11 @@ class _Scanner:
                 self.depth -= 1
                 if self.depth == 0:
                     return at + 1
+        self.escape = skip_to > len(data) and not data.endswith(b"\n")
         return -1
 
     def _between(self, data: bytes, pos: int) -> None:
-        if not data or (not self.garbage and all(b in _ENVELOPE for b in data)):
+        if not data or (not self.garbage and not data.translate(None, _ENVELOPE)):
             return
         if not self.garbage:
             self.garbage_at = (self.offset + pos, self.line)
@@ -190,11 +217,32 @@ class _Scanner:
             self.garbage += data[: PROBLEM_EXCERPT_BYTES - len(self.garbage)]
 
     def _flush_garbage(self) -> Iterator[Item]:
-        if self.garbage and any(b not in _ENVELOPE for b in self.garbage):
+        if self.garbage and self.garbage.translate(None, _ENVELOPE):
             offset, line = self.garbage_at
             yield Problem(line, offset, bytes(self.garbage), f"not a JSON object: {self.garbage_size} bytes")
         self.garbage = bytearray()
         self.garbage_size = 0
+
+
+def _is_whole_record(body: bytes) -> bool:
+    """Whether a line (from its `{` on) is one JSON object of a known audit layout."""
+    stripped = body.rstrip().rstrip(b",")
+    if stripped[-1:] != b"}" or len(stripped) > MAX_OBJECT_BYTES:
+        return False
+    try:
+        value = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and _layout(value) is not None
+
+
+def _split_lines(chunk: bytes) -> list[bytes]:
+    """The chunk cut after each newline (only there: a lone \\r is no line end here)."""
+    parts = chunk.split(b"\n")
+    pieces = [part + b"\n" for part in parts[:-1]]
+    if parts[-1]:
+        pieces.append(parts[-1])
+    return pieces
 
 
 def _parse_object(raw: bytes, offset: int, line: int) -> Item:
@@ -224,12 +272,35 @@ def _sql(value: Any) -> bytes:
     return value.encode("utf-8", "surrogatepass") if isinstance(value, str) else b""
 
 
-def _record(value: dict[str, Any], raw: bytes, offset: int, line: int) -> Item:
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _put(extra: dict[str, str], key: str, value: Any) -> None:
+    """Keep a field in `extra` when it says something."""
+    text = _text(value)
+    if text:
+        extra[key] = text
+
+
+def _layout(value: dict[str, Any]) -> str | None:
+    """Which layout wrote this object, by the keys only it writes; None when none did."""
     if "msg-type" in value:
-        return _mcafee(value, raw, offset, line)
+        return "mcafee"
     if isinstance(value.get("audit_record"), dict):
-        return _percona(value["audit_record"], raw, offset, line)
+        return "percona"
     if "class" in value or "event" in value:
+        return "mysql-enterprise"
+    return None
+
+
+def _record(value: dict[str, Any], raw: bytes, offset: int, line: int) -> Item:
+    layout = _layout(value)
+    if layout == "mcafee":
+        return _mcafee(value, raw, offset, line)
+    if layout == "percona":
+        return _percona(value["audit_record"], raw, offset, line)
+    if layout == "mysql-enterprise":
         return _enterprise(value, raw, offset, line)
     return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], "a JSON object of no known audit layout")
 
@@ -242,14 +313,36 @@ def _who(user_field: str | None, host: str | None, ip: str | None) -> tuple[str 
     return split.user or split.account, split.account, host or split.host, ip or split.ip
 
 
+_MCAFEE_CONNECTION = frozenset({"Connect", "Quit", "Change user"})
+
+
 def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
+    """McAfee/Trellix: `cmd` is the server command ("Connect", "Quit", "Init DB", "Failed Login")
+    or the statement's SQL command ("select", "delete", "create_table"...)."""
     cmd = _text(v.get("cmd")) or _text(v.get("msg-type")) or "Unknown"
     status = outcome(_text(v.get("status")))
+    query = v.get("query") if isinstance(v.get("query"), str) else None
+    if query is not None and query.strip() in (cmd, "n/a", ""):
+        # The plugin writes the command's name as the query when the command has no text
+        # (Quit, Init DB, Ping...; "n/a" when it has no name either): that is no statement.
+        query = None
+    objects = (
+        [o for o in v.get("objects") or () if isinstance(o, dict)]
+        if isinstance(v.get("objects"), list)
+        else []
+    )
+    names = [".".join(p for p in (_text(o.get("db")), _text(o.get("name"))) if p) for o in objects]
+    databases = [_text(o.get("db")) for o in objects if _text(o.get("obj_type")) == "database"]
+    argument = _sql(query)
     if cmd == "Failed Login":
         command, status = "Connect", status if status not in (None, "ok") else "denied"
-    elif cmd in ("Connect", "Quit", "Change user"):
+    elif cmd in _MCAFEE_CONNECTION:
         command = cmd
-    elif "query" in v:
+    elif cmd == "Init DB":
+        # The database it changed to is the object the plugin names (the general log's argument).
+        command = cmd
+        argument = argument or (databases[0] or "").encode() if databases else argument
+    elif query is not None:
         command = "Query"
     else:
         command = cmd
@@ -260,21 +353,15 @@ def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
             when = datetime.fromtimestamp(millis / 1000, UTC)
         except (OverflowError, OSError, ValueError):
             when = None
-    objects = v.get("objects") if isinstance(v.get("objects"), list) else []
-    names = [
-        ".".join(p for p in (_text(o.get("db")), _text(o.get("name"))) if p)
-        for o in objects
-        if isinstance(o, dict)
-    ]
     extra = {"layout": "mcafee", "cmd": cmd}
-    for key in ("query-id", "priv_user", "os_user", "appname", "pid", "msg-type"):
-        if _text(v.get(key)):
-            extra[key.replace("-", "_")] = _text(v.get(key))  # type: ignore[assignment]
-    if names:
+    _put(extra, "account", v.get("priv_user"))
+    for key in ("query-id", "os_user", "appname", "pid", "msg-type", "client_port"):
+        _put(extra, key.replace("-", "_"), v.get(key))
+    if any(names):
         extra["objects"] = ",".join(n for n in names if n)
-    attrs = v.get("connect_attrs")
-    if isinstance(attrs, dict) and _text(attrs.get("program_name")):
-        extra["program_name"] = _text(attrs.get("program_name"))  # type: ignore[assignment]
+    _put(extra, "program_name", _dict(v.get("connect_attrs")).get("program_name"))
+    if millis is not None and when is None:
+        extra["invalid_time"] = str(v.get("date"))
     return LogRecord(
         line=line,
         offset=offset,
@@ -282,11 +369,11 @@ def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
         occurred_at=when,
         connection_id=to_int(_text(v.get("thread-id"))),
         command=command,
-        argument=_sql(v.get("query")),
-        user=_text(v.get("user")),
+        argument=argument,
+        user=_text(v.get("user")) or _text(v.get("priv_user")),
         host=_text(v.get("host")),
         ip=_text(v.get("ip")),
-        database=_text(v.get("db")),
+        database=_text(v.get("db")) or (databases[0] if command == "Init DB" and databases else None),
         status=status,
         rows_affected=to_int(_text(v.get("rows"))),
         extra=extra,
@@ -294,12 +381,13 @@ def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
 
 
 def _percona(r: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
+    """Percona audit_log: the XML layout's fields as JSON keys, in lower case."""
     name = _text(r.get("name")) or "Unknown"
     user, account, host, ip = _who(_text(r.get("user")), _text(r.get("host")), _text(r.get("ip")))
     extra = {"layout": "percona", "name": name}
-    for key in ("record", "command_class", "os_user", "os_login", "priv_user", "proxy_user"):
-        if _text(r.get(key)):
-            extra[key] = _text(r.get(key))  # type: ignore[assignment]
+    for key in ("record", "command_class", "os_user", "os_login", "proxy_user"):
+        _put(extra, key, r.get(key))
+    account = account or _text(r.get("priv_user"))  # Connect records: a bare USER and PRIV_USER
     if account:
         extra["account"] = account
     stamp = _text(r.get("timestamp"))
@@ -314,7 +402,7 @@ def _percona(r: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord
         connection_id=to_int(_text(r.get("connection_id"))),
         command=name,
         argument=_sql(r.get("sqltext")),
-        user=user or _text(r.get("priv_user")),
+        user=user or account,
         host=host,
         ip=ip,
         database=_text(r.get("db")),
@@ -327,60 +415,71 @@ _CONNECTION_EVENTS = {"connect": "Connect", "disconnect": "Quit", "change_user":
 
 
 def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
+    """MySQL Enterprise Audit and audit_log_filter: `class` and `event` name the kind, and a
+    `<class>_data` block holds its details. Blocks are read where they stand, whatever the
+    class (Filebeat's samples carry `general_data` under class `audit`)."""
     cls, event = _text(v.get("class")) or "", _text(v.get("event")) or ""
-    account = v.get("account") if isinstance(v.get("account"), dict) else {}
-    login = v.get("login") if isinstance(v.get("login"), dict) else {}
+    account, login = _dict(v.get("account")), _dict(v.get("login"))
     extra = {"layout": "mysql-enterprise", "class": cls, "event": event}
     status: str | None = None
     sql = b""
     database = None
     command = event or cls or "Unknown"
-    rows = None
-    if cls == "connection":
-        data = v.get("connection_data") if isinstance(v.get("connection_data"), dict) else {}
-        command = _CONNECTION_EVENTS.get(event, event)
+    if "connection_data" in v or cls == "connection":
+        data = _dict(v.get("connection_data"))
+        command = _CONNECTION_EVENTS.get(event, command)
         status = outcome(_text(data.get("status")))
         database = _text(data.get("db"))
-        if _text(data.get("connection_type")):
-            extra["connection_type"] = _text(data.get("connection_type"))  # type: ignore[assignment]
-        attrs = data.get("connection_attributes")
-        if isinstance(attrs, dict):
-            for key in ("program_name", "os_user", "_os", "_client_name"):
-                if _text(attrs.get(key)):
-                    extra[key.lstrip("_")] = _text(attrs.get(key))  # type: ignore[assignment]
-    elif cls == "general":
-        data = v.get("general_data") if isinstance(v.get("general_data"), dict) else {}
+        _put(extra, "connection_type", data.get("connection_type"))
+        attrs = _dict(data.get("connection_attributes"))
+        for key in ("program_name", "os_user", "_os", "_client_name", "_pid"):
+            _put(extra, key.lstrip("_"), attrs.get(key))
+    if "general_data" in v:
+        # `status` is written after the statement with its outcome; `log` before it and
+        # `error` / `result` beside it keep the event in their name, so that each statement
+        # counts once.
+        data = _dict(v.get("general_data"))
         given = _text(data.get("command")) or "Query"
         command = given if event == "status" else f"{given} {event}".strip()
         status = outcome(_text(data.get("status")))
         sql = _sql(data.get("query"))
-        if _text(data.get("sql_command")):
-            extra["sql_command"] = _text(data.get("sql_command"))  # type: ignore[assignment]
-    elif cls == "table_access":
-        data = v.get("table_access_data") if isinstance(v.get("table_access_data"), dict) else {}
+        _put(extra, "sql_command", data.get("sql_command"))
+    elif "table_access_data" in v:
+        data = _dict(v.get("table_access_data"))
         command = f"Table {event.upper()}" if event else "Table access"
         database = _text(data.get("db"))
         sql = _sql(_text(data.get("table")) or "")
-        if _text(data.get("query")):
-            extra["query"] = _text(data.get("query"))  # type: ignore[assignment]
-    elif cls == "query":
-        data = v.get("query_data") if isinstance(v.get("query_data"), dict) else {}
+        _put(extra, "query", data.get("query"))
+        _put(extra, "sql_command", data.get("sql_command"))
+    elif "query_data" in v:  # audit_log_filter's query class: query_start, query_status_end...
+        data = _dict(v.get("query_data"))
         status = outcome(_text(data.get("status")))
         sql = _sql(data.get("query"))
-    stats = v.get("query_statistics")
-    if isinstance(stats, dict):
-        for key in ("rows_sent", "rows_examined", "query_time"):
-            if _text(stats.get(key)):
-                extra[key] = _text(stats.get(key))  # type: ignore[assignment]
-    user, account_name, host, ip = _who(
-        _text(account.get("user")) or _text(login.get("user")),
+        _put(extra, "sql_command", data.get("sql_command"))
+    elif "command_data" in v:  # audit_log_filter's command class: command_start, command_end
+        _put(extra, "command", _dict(v.get("command_data")).get("command"))
+    for block in ("startup_data", "shutdown_data"):
+        data = _dict(v.get(block))
+        for key in ("server_id", "mysql_version", "os_version"):
+            _put(extra, key, data.get(key))
+    stats = _dict(v.get("query_statistics"))
+    for key in ("rows_sent", "rows_examined", "query_time", "bytes_sent", "bytes_received"):
+        _put(extra, key, stats.get(key))
+    # `login.user` is the name the client gave, `account` the account the server matched
+    # (CURRENT_USER()): the user is the given name, as in every other format, the account
+    # beside it. The account's host is a pattern: a wildcard ('%', a netmask) is no host.
+    user, login_account, host, ip = _who(
+        _text(login.get("user")) or _text(account.get("user")),
         _text(account.get("host")),
         _text(login.get("ip")),
     )
-    if account_name:
-        extra["account"] = account_name
-    if _text(login.get("os")):
-        extra["os_login"] = _text(login.get("os"))  # type: ignore[assignment]
+    account_user = _who(_text(account.get("user")), None, None)[0]
+    _put(extra, "account", login_account or account_user)
+    if host is not None and ("%" in host or "/" in host):
+        extra["account_host"] = host
+        host = None
+    _put(extra, "os_login", login.get("os"))
+    _put(extra, "proxy_user", login.get("proxy"))
     stamp = _text(v.get("timestamp"))
     when = parse_time(stamp) if stamp else None
     if when is not None and when.tzinfo is None:
@@ -400,7 +499,6 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         ip=ip,
         database=database,
         status=status,
-        rows_affected=rows,
         extra=extra,
     )
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingest.parsers.json_audit import MAX_OBJECT_BYTES, parse_json_audit, recognise
-from ingest.parsers.records import LogRecord, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, LogRecord, Problem
 
 from ..conftest import SHARED
 
@@ -129,6 +129,15 @@ EXPECTED = {
     ],
     "mysql-enterprise-audit/mysql-docs-8.0_audit-log_JSON_event-query.json": [
         (1, "Query", "root", "localhost", "::1", 5, utc(2019, 10, 3, 14, 23, 35), "ok", b"SHOW VARIABLES"),
+    ],
+    "mysql-enterprise-audit/mysql-docs-8.0_audit-log_JSON_event-disconnect.json": [
+        (1, "Quit", "root", "localhost", "::1", 5, utc(2019, 10, 3, 14, 24, 45), None, b""),
+    ],
+    "mysql-enterprise-audit/mysql-docs-8.0_audit-log_JSON_event-startup.json": [
+        (1, "startup", None, None, None, 0, utc(2019, 10, 3, 14, 21, 56), None, b""),
+    ],
+    "mysql-enterprise-audit/mysql-docs-8.0_audit-log_JSON_event-shutdown.json": [
+        (1, "shutdown", None, None, None, 0, utc(2019, 10, 3, 14, 28, 20), None, b""),
     ],
     "mysql-enterprise-audit/mysql-docs-8.0_audit-log_JSON_event-table-access.json": [
         (1, "Table INSERT", "root", "localhost", "127.0.0.1", 5, utc(2019, 10, 3, 14, 23, 41), None, b"t1"),
@@ -319,3 +328,147 @@ def test_a_long_pretty_printed_array_is_read_in_bounded_memory() -> None:
     tracemalloc.stop()
     assert records == count
     assert peak < len(obj) * count / 10
+
+
+def brief(item: LogRecord | Problem) -> str:
+    """One record as a line of a table: line, command, user@host/ip, #connection, time, status, SQL."""
+    if isinstance(item, Problem):
+        return f"{item.line} PROBLEM {item.reason}"
+    when = item.occurred_at.strftime("%H:%M:%S") if item.occurred_at else "-"
+    who = f"{item.user}@{item.host}/{item.ip or '-'}"
+    return (
+        f"{item.line} {item.command} {who} #{item.connection_id} {when} {item.status} {item.argument[:40]!r}"
+    )
+
+
+# Every record of Filebeat's MySQL Enterprise test log (all on 2020-10-19, UTC), SQL cut at 40 bytes.
+FILEBEAT = [
+    "1 startup skip-grants user@None/- #0 19:21:33 None b''",
+    "2 Connect root@localhost/- #13 19:25:51 ok b''",
+    "3 Query root@localhost/- #13 19:25:51 ok b'select @@version_comment limit 1'",
+    "4 Quit root@localhost/- #13 19:25:52 None b''",
+    "5 Connect root@localhost/- #15 19:27:45 ok b''",
+    "6 Query root@localhost/- #15 19:27:45 ok b'select @@version_comment limit 1'",
+    "7 Query root@localhost/- #15 19:27:50 1064 b\"GRANT ALL PRIVILEGES ON *.* TO 'root'@'%\"",
+    "8 Query root@localhost/- #15 19:28:04 1064 b\"GRANT ALL PRIVILEGES ON *.* TO 'root'@'%\"",
+    "9 Query root@localhost/- #15 19:28:27 1064 b\"GRANT ALL PRIVILEGES ON *.* TO 'root'@'h\"",
+    "10 Query root@localhost/- #15 19:28:54 1410 b\"GRANT ALL PRIVILEGES ON *.* TO 'root'@'%\"",
+    "11 Query root@localhost/- #15 19:29:36 1396 b\"CREATE USER 'audit_test_user'@'localhost\"",
+    "12 Query root@localhost/- #15 19:30:00 ok b\"CREATE USER 'audit_test_user2'@'hades.ho\"",
+    "13 Query root@localhost/- #15 19:30:18 1410 b'GRANT ALL PRIVILEGES ON *.* TO \\xe2\\x80\\x98audit_'",
+    '14 Query root@localhost/- #15 19:30:32 1410 b"GRANT ALL PRIVILEGES ON *.* TO \'audit_te"',
+    '15 Query root@localhost/- #15 19:30:49 1410 b"GRANT ALL PRIVILEGES ON *.* TO \'audit_te"',
+    '16 Query root@localhost/- #15 19:31:01 ok b"GRANT ALL PRIVILEGES ON *.* TO \'audit_te"',
+    "17 Connect audit_test_user2@hades.home/192.168.2.5 #16 19:31:25 ok b''",
+    "18 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:25 ok b'select @@version_comment limit 1'",
+    "19 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:31 ok b'create database audit_test'",
+    "20 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:40 ok b'SELECT DATABASE()'",
+    "21 Init DB audit_test_user2@hades.home/192.168.2.5 #16 19:31:40 ok b''",
+    "22 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:40 ok b'show databases'",
+    "23 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:40 ok b'show tables'",
+    "24 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:47 ok"
+    " b'CREATE TABLE audit_test_table (firstname'",
+    "25 Table INSERT audit_test_user2@hades.home/192.168.2.5 #16 19:31:57 None b'audit_test_table'",
+    "26 Query audit_test_user2@hades.home/192.168.2.5 #16 19:31:57 ok"
+    ' b"INSERT INTO audit_test_table values (\'Jo"',
+    "27 Table READ audit_test_user2@hades.home/192.168.2.5 #16 19:32:05 None b'audit_test_table'",
+    "28 Query audit_test_user2@hades.home/192.168.2.5 #16 19:32:05 ok b'select * from audit_test_table'",
+    "29 Quit audit_test_user2@hades.home/192.168.2.5 #16 19:32:10 None b''",
+    "30 Quit root@localhost/- #15 19:32:12 None b''",
+    "31 shutdown None@None/- #0 19:32:16 None b''",
+]
+
+
+@needs_corpus
+def test_the_filebeat_sample_gives_exactly_these_records() -> None:
+    data = (CORPUS / "mysql-enterprise-audit/filebeat_mysqlenterprise_mysql_audit_test.log").read_bytes()
+    items = parse(data)
+    assert [brief(i) for i in items] == FILEBEAT
+    assert {i.occurred_at.date() for i in items if isinstance(i, LogRecord) and i.occurred_at} == {
+        datetime(2020, 10, 19).date()
+    }
+    tables = [(i.database, i.extra["query"]) for i in items if i.command.startswith("Table ")]
+    assert tables == [
+        ("audit_test", "INSERT INTO audit_test_table values ('John', 'Smith')"),
+        ("audit_test", "select * from audit_test_table"),
+    ]
+    assert items[0].extra["mysql_version"] == "8.0.22-commercial"
+
+
+def fed_in_chunks(data: bytes, rng: random.Random) -> list[LogRecord | Problem]:
+    def chunks():  # type: ignore[no-untyped-def]
+        at = 0
+        while at < len(data):
+            size = rng.randint(1, 40)
+            yield data[at : at + size]
+            at += size
+
+    return list(parse_json_audit(chunks()))
+
+
+def test_chunks_cut_anywhere_give_the_same_items_as_lines() -> None:
+    # A reader may hand over pieces of lines (a bounded read) or several lines at once:
+    # escapes, strings and nesting carry over, and lines and offsets stay exact.
+    objects = [
+        {"msg-type": "activity", "date": "1767603600000", "thread-id": "3", "user": "bob", "cmd": "delete",
+         "query": 'DELETE FROM t WHERE a = "\\\\" OR b = "}{" -- \\"', "rows": "2", "status": "0"},
+        {"audit_record": {"name": "Query", "timestamp": "2026-01-05T09:00:00 UTC", "connection_id": "9",
+                          "status": 0, "sqltext": "UPDATE t SET v = '\\\\\\\\\\\"'",
+                          "user": "a[a] @ h [1.2.3.4]"}},
+    ]  # fmt: skip
+    one_a_line = b"".join(json.dumps(o).encode() + b"\n" for o in objects) * 3
+    array = b"[\n" + b",\n".join(json.dumps(o, indent=2).encode() for o in objects * 3) + b"\n]\n"
+    # (Cut inside a string, then outside one; a line that opens mid-way with stray `{` is
+    # recognised as a whole line only: see the garbage test, fed line by line.)
+    broken = one_a_line + b'{"msg-type":"activity","query":"cut\n{"audit_record":{"db":\n' + one_a_line
+    broken += b'{"class":"gen'
+    rng = random.Random(5)
+    for data in (one_a_line, array, broken):
+        by_line = parse(data)
+        for _ in range(20):
+            assert fed_in_chunks(data, rng) == by_line
+    assert sum(isinstance(i, LogRecord) for i in parse(broken)) == 12
+
+
+def test_an_object_cut_short_outside_a_string_does_not_swallow_the_next_ones() -> None:
+    good = b'{"msg-type":"activity","date":"1","thread-id":"1","cmd":"delete","query":"DELETE FROM t"}\n'
+    one_a_line = good + b'{"msg-type":"activity","objects":[{"db":"shop",\n' + good + good
+    assert summary(parse(one_a_line))[1] == ("PROBLEM", 2, "unfinished JSON object")
+    assert [i.line for i in parse(one_a_line) if isinstance(i, LogRecord)] == [1, 3, 4]
+
+    record = {"timestamp": "2026-01-05 09:00:00", "class": "general", "event": "status", "connection_id": 4,
+              "general_data": {"command": "Query", "query": "DROP TABLE orders", "status": 0}}  # fmt: skip
+    pretty = json.dumps(record, indent=2).encode()
+    cut = pretty[: pretty.index(b'"general_data"')]  # ends after a comma, outside any string
+    array = b"[\n" + pretty + b",\n" + cut + b"\n" + pretty + b",\n" + pretty + b"\n]\n"
+    items = parse(array)
+    assert [type(i).__name__ for i in items] == ["LogRecord", "Problem", "LogRecord", "LogRecord"]
+    assert items[1].line == 2 + pretty.count(b"\n") + 1
+    assert items[1].reason.startswith("unfinished JSON object: another one begins at line")
+    assert all(i.argument == b"DROP TABLE orders" for i in items if isinstance(i, LogRecord))
+
+
+def test_garbage_with_braces_between_objects_is_a_problem_and_the_rest_is_read() -> None:
+    good = b'{"audit_record":{"name":"Quit","timestamp":"2026-01-05T09:00:00 UTC","connection_id":"5"}}\n'
+    data = good + b"\x00\xff}} binary ]] {{ junk\n" + good + b"\xde\xad\xbe\xef\n" + good
+    items = parse(data)
+    assert [("P", i.line) if isinstance(i, Problem) else ("R", i.line, i.command) for i in items] == [
+        ("R", 1, "Quit"),
+        ("P", 2),  # the bytes before `{{`
+        ("P", 2),  # and the object `{{` opens, unfinished when line 3 is a whole record
+        ("R", 3, "Quit"),
+        ("P", 4),
+        ("R", 5, "Quit"),
+    ]
+
+
+def test_a_one_line_object_over_the_size_bound_is_a_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ingest.parsers.json_audit as json_audit
+
+    monkeypatch.setattr(json_audit, "MAX_OBJECT_BYTES", 1000)
+    big = b'{"msg-type":"activity","query":"' + b"x" * 5000 + b'"}\n'
+    small = b'{"msg-type":"activity","query":"SELECT 1"}\n'
+    items = parse(small + big + small)
+    assert [type(i).__name__ for i in items] == ["LogRecord", "Problem", "LogRecord"]
+    assert (items[1].line, items[1].offset, items[1].raw) == (2, len(small), big[:PROBLEM_EXCERPT_BYTES])
+    assert "longer than 1000 bytes" in items[1].reason
