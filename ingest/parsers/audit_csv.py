@@ -49,15 +49,38 @@ def recognise(head: bytes) -> bool:
     return fields is not None and len(fields) >= _MIN_FIELDS and parse_time(fields[2]) is not None
 
 
-def _split(line: bytes) -> list[str] | None:
+class _OneLine:
+    """The input of one long-lived csv.reader: each line given to `split`, once. (A reader
+    made per line costs more than reading the line.)"""
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+        self.reader = csv.reader(self, escapechar="\\", doublequote=True, strict=True)
+
+    def __iter__(self) -> _OneLine:
+        return self
+
+    def __next__(self) -> str:
+        text, self.text = self.text, None
+        if text is None:  # the reader asks for more: the quote it is in never ends
+            raise StopIteration
+        return text
+
+    def split(self, text: str) -> list[str] | None:
+        self.text = text
+        try:
+            return next(self.reader)
+        except (csv.Error, StopIteration):
+            return None
+        finally:
+            self.text = None
+
+
+def _split(line: bytes, reader: _OneLine | None = None) -> list[str] | None:
     text = line.decode("utf-8", "replace").rstrip("\r\n").strip()
     if not text or (text.count('"') % 2 and '\\"' not in text):
         return None
-    try:
-        rows = list(csv.reader([text], escapechar="\\", doublequote=True, strict=True))
-    except csv.Error:
-        return None
-    return rows[0] if len(rows) == 1 else None
+    return (reader or _OneLine()).split(text)
 
 
 def _record(fields: list[str], raw: bytes, offset: int, line: int) -> Item:
@@ -103,11 +126,12 @@ _USED = {"NAME", "TIMESTAMP", "CONNECTION_ID", "STATUS", "SQLTEXT", "USER", "HOS
 def parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
     """Every record and problem of a Percona CSV audit log, in order. See the module docstring."""
     offset, number = start_offset, start_line
+    reader = _OneLine()
     for raw in lines:
         body = raw.strip()
         if body:
             lead = len(raw) - len(raw.lstrip())
-            fields = _split(raw)
+            fields = _split(raw, reader)
             if fields is None or len(fields) < _MIN_FIELDS:
                 yield Problem(number, offset, raw[:PROBLEM_EXCERPT_BYTES], "not a CSV audit record")
             else:

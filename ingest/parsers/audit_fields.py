@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import NamedTuple
 
 # `priv_user[user] @ host [ip]`, as MariaDB and MySQL build it (make_user_name in sql/log.cc)
@@ -46,6 +47,13 @@ def parse_user_host(text: str | bytes) -> UserHost:
     not in that form (a bare user name, say: `any(result)` tells)."""
     if isinstance(text, bytes):
         text = text.decode("utf-8", "replace")
+    return _split_user_host(text)
+
+
+# Audit logs repeat the same few accounts and seconds record after record: each distinct text
+# is read once (the caches are bounded: a hostile log of distinct values only evicts).
+@lru_cache(maxsize=4096)
+def _split_user_host(text: str) -> UserHost:
     m = _USER_HOST.match(text)
     if m is None:
         return NOBODY
@@ -62,9 +70,11 @@ _TIME = re.compile(
 )
 
 
+@lru_cache(maxsize=256)
 def parse_time(text: str) -> datetime | None:
     """An audit timestamp as a datetime: aware when the text names a zone, else naive (server
-    local time: the pipeline applies the source's zone). None when it is no timestamp."""
+    local time: the pipeline applies the source's zone). None when it is no timestamp.
+    Records of the same second get the same (immutable) object."""
     m = _TIME.match(text)
     if m is None:
         return None

@@ -262,10 +262,11 @@ def _parse_object(raw: bytes, offset: int, line: int) -> Item:
 
 def _text(value: Any) -> str | None:
     """A field as text: None for missing, empty or structured values."""
-    if value is None or isinstance(value, dict | list):
-        return None
-    text = str(value).strip()
-    return text or None
+    if type(value) is not str:  # (most fields are strings: that test comes first)
+        if value is None or isinstance(value, dict | list):
+            return None
+        value = str(value)
+    return value.strip() or None
 
 
 def _sql(value: Any) -> bytes:
@@ -281,6 +282,17 @@ def _put(extra: dict[str, str], key: str, value: Any) -> None:
     text = _text(value)
     if text:
         extra[key] = text
+
+
+def _keep(extra: dict[str, str], block: Any, names: dict[str, str]) -> None:
+    """Keep the fields of `block` that `names` lists, under their names there (when they say
+    something). Only the keys a record has are looked at: most blocks are small or absent."""
+    if not isinstance(block, dict):
+        return
+    for key, value in block.items():
+        name = names.get(key)
+        if name is not None:
+            _put(extra, name, value)
 
 
 def _layout(value: dict[str, Any]) -> str | None:
@@ -313,6 +325,16 @@ def _who(user_field: str | None, host: str | None, ip: str | None) -> tuple[str 
     return split.user or split.account, split.account, host or split.host, ip or split.ip
 
 
+# Fields kept in `extra`, by the key the layout writes them under.
+_MCAFEE_FIELDS = {
+    k: k.replace("-", "_") for k in ("query-id", "os_user", "appname", "pid", "msg-type", "client_port")
+}
+_PERCONA_FIELDS = {k: k for k in ("record", "command_class", "os_user", "os_login", "proxy_user")}
+_CONNECTION_ATTRIBUTES = {
+    k: k.lstrip("_") for k in ("program_name", "os_user", "_os", "_client_name", "_pid")
+}
+_SERVER_FIELDS = {k: k for k in ("server_id", "mysql_version", "os_version")}
+_STATISTICS = {k: k for k in ("rows_sent", "rows_examined", "query_time", "bytes_sent", "bytes_received")}
 _MCAFEE_CONNECTION = frozenset({"Connect", "Quit", "Change user"})
 
 
@@ -355,8 +377,7 @@ def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
             when = None
     extra = {"layout": "mcafee", "cmd": cmd}
     _put(extra, "account", v.get("priv_user"))
-    for key in ("query-id", "os_user", "appname", "pid", "msg-type", "client_port"):
-        _put(extra, key.replace("-", "_"), v.get(key))
+    _keep(extra, v, _MCAFEE_FIELDS)
     if any(names):
         extra["objects"] = ",".join(n for n in names if n)
     _put(extra, "program_name", _dict(v.get("connect_attrs")).get("program_name"))
@@ -385,8 +406,7 @@ def _percona(r: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord
     name = _text(r.get("name")) or "Unknown"
     user, account, host, ip = _who(_text(r.get("user")), _text(r.get("host")), _text(r.get("ip")))
     extra = {"layout": "percona", "name": name}
-    for key in ("record", "command_class", "os_user", "os_login", "proxy_user"):
-        _put(extra, key, r.get(key))
+    _keep(extra, r, _PERCONA_FIELDS)
     account = account or _text(r.get("priv_user"))  # Connect records: a bare USER and PRIV_USER
     if account:
         extra["account"] = account
@@ -431,9 +451,7 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         status = outcome(_text(data.get("status")))
         database = _text(data.get("db"))
         _put(extra, "connection_type", data.get("connection_type"))
-        attrs = _dict(data.get("connection_attributes"))
-        for key in ("program_name", "os_user", "_os", "_client_name", "_pid"):
-            _put(extra, key.lstrip("_"), attrs.get(key))
+        _keep(extra, data.get("connection_attributes"), _CONNECTION_ATTRIBUTES)
     if "general_data" in v:
         # `status` is written after the statement with its outcome; `log` before it and
         # `error` / `result` beside it keep the event in their name, so that each statement
@@ -458,13 +476,10 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         _put(extra, "sql_command", data.get("sql_command"))
     elif "command_data" in v:  # audit_log_filter's command class: command_start, command_end
         _put(extra, "command", _dict(v.get("command_data")).get("command"))
-    for block in ("startup_data", "shutdown_data"):
-        data = _dict(v.get(block))
-        for key in ("server_id", "mysql_version", "os_version"):
-            _put(extra, key, data.get(key))
-    stats = _dict(v.get("query_statistics"))
-    for key in ("rows_sent", "rows_examined", "query_time", "bytes_sent", "bytes_received"):
-        _put(extra, key, stats.get(key))
+    if "startup_data" in v or "shutdown_data" in v:
+        _keep(extra, v.get("startup_data"), _SERVER_FIELDS)
+        _keep(extra, v.get("shutdown_data"), _SERVER_FIELDS)
+    _keep(extra, v.get("query_statistics"), _STATISTICS)
     # `login.user` is the name the client gave, `account` the account the server matched
     # (CURRENT_USER()): the user is the given name, as in every other format, the account
     # beside it. The account's host is a pattern: a wildcard ('%', a netmask) is no host.
