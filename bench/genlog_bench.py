@@ -18,6 +18,7 @@ It prints a Markdown table of rates and ratios and writes bench/out/genlog.json.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import os
 import platform
@@ -33,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 OUT = REPO / "bench" / "out"
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+LOCK = "/tmp/auditweb-mariadb.lock"
 
 
 def mariadb(sql: str) -> str:
@@ -48,6 +50,10 @@ def make_log(queries: int, concurrency: int) -> Path:
     """A general log of a mixed mariadb-slap load. MariaDB writes it as its own user, so to /tmp."""
     target = Path("/tmp/auditweb-bench-general.log")
     target.unlink(missing_ok=True)
+    # The server is shared with the live tests and fixture scripts, which change its logging
+    # too: hold their lock while the log is on (released when this process ends).
+    lock = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(lock, fcntl.LOCK_EX)
     mariadb(f"SET GLOBAL general_log_file = '{target}'; SET GLOBAL general_log = ON")
     try:
         subprocess.run(
@@ -57,6 +63,7 @@ def make_log(queries: int, concurrency: int) -> Path:
         )  # fmt: skip
     finally:
         mariadb("SET GLOBAL general_log = OFF")
+        os.close(lock)
     copy = OUT / "slap-general.log"
     shutil.copyfile(target, copy)
     return copy

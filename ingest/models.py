@@ -203,8 +203,9 @@ class Event(models.Model):
         ]
         constraints = [
             # Ingesting the same bytes twice stores nothing new (PostgreSQL requires the
-            # partition key in a unique constraint of a partitioned table).
-            models.UniqueConstraint(fields=["record_hash", "occurred_at"], name="event_record_once"),
+            # partition key in a unique constraint of a partitioned table). Time first: logs
+            # come in time order, so new rows go to the index's right-hand end (migration 0008).
+            models.UniqueConstraint(fields=["occurred_at", "record_hash"], name="event_record_once"),
         ]
 
     def __str__(self) -> str:

@@ -233,13 +233,24 @@ class EventWriter:
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
         for c in corrections:
-            hashes = [h for h, _ in c.keys]
+            # The unique index leads with the time: give it the times (and partition pruning too).
+            timed = [(h, t) for h, t in c.keys if t is not None]
+            untimed = [h for h, t in c.keys if t is None]
             with connection.cursor() as cur:
-                cur.execute(
-                    "UPDATE ingest_event SET flags = array_append(flags, %s)"
-                    " WHERE record_hash = ANY(%s) AND NOT (%s = ANY(flags))",
-                    [c.flag, hashes, c.flag],
-                )
+                if timed:
+                    cur.execute(
+                        "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                        " WHERE (occurred_at, record_hash) IN"
+                        " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
+                        " AND NOT (%s = ANY(flags))",
+                        [c.flag, [t for _, t in timed], [h for h, _ in timed], c.flag],
+                    )
+                if untimed:
+                    cur.execute(
+                        "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                        " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))",
+                        [c.flag, untimed, c.flag],
+                    )
 
     def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
         columns: list[list[object]] = [list(column) for column in zip(*sessions, strict=True)]
