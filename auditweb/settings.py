@@ -179,15 +179,23 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# The queue tasks go to; workers of one deployment share it (tests use their own).
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
+# Seconds between beat's looks for sources due to be polled (each has its own interval).
+INGEST_POLL_SECONDS = env_int("INGEST_POLL_SECONDS", 5)
 CELERY_BEAT_SCHEDULE = {
     # Monthly partitions of the event table exist before events for them arrive.
     "create-event-partitions": {"task": "ingest.tasks.create_event_partitions", "schedule": 6 * 3600},
+    # Sources whose interval has passed are queued for an incremental ingest.
+    "poll-sources": {"task": "ingest.tasks.poll_sources", "schedule": INGEST_POLL_SECONDS},
 }
 
 # Events per COPY batch (one transaction each): bigger is faster, smaller loses less on a crash.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
 # Parse a file in a second process while this one writes to PostgreSQL (Linux: os.fork).
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
+# Uploaded log files: streamed here as they arrive (never held in memory), kept as evidence.
+UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(BASE_DIR / ".devdata" / "uploads")))
 # How many months of event partitions to keep created ahead of today.
 EVENT_PARTITIONS_AHEAD = env_int("EVENT_PARTITIONS_AHEAD", 3)
 

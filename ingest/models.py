@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
+from django.utils import timezone
 
 
 class Source(models.Model):
@@ -42,9 +43,25 @@ class Source(models.Model):
     interval_seconds = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # Where the next incremental read starts (a live table's watermark; later, file offsets and
-    # the parser's pending state). Written in the same transaction as the events it covers.
+    # Where the next incremental read starts: a live table's watermark, and for every kind the
+    # session tracker's and the gap finder's state (files keep their own offsets, SourceFile.resume).
+    # Written in the same transaction as the events it covers.
     checkpoint = models.JSONField(default=dict, blank=True)
+    # A live table's password is never stored: the name of the environment variable holding it.
+    password_env = models.CharField(
+        max_length=100,
+        blank=True,
+        default="AUDITWEB_MYSQL_PASSWORD",
+        help_text="Environment variable of the worker that holds the database password",
+    )
+    quiet_seconds = models.PositiveIntegerField(
+        default=3600, help_text="Longest the log may stay silent before the source is flagged"
+    )
+    # Beat claims a due source by moving this forward with one conditional UPDATE.
+    next_poll_at = models.DateTimeField(null=True, blank=True)
+    last_polled_at = models.DateTimeField(null=True, blank=True)
+    last_data_at = models.DateTimeField(null=True, blank=True, help_text="When new bytes or rows last came")
+    last_error = models.TextField(blank=True, help_text="Why the last poll could not read (empty: it could)")
 
     def __str__(self) -> str:
         return self.name
@@ -64,6 +81,14 @@ class SourceFile(models.Model):
     bytes_read = models.BigIntegerField(default=0)
     first_seen_at = models.DateTimeField(auto_now_add=True)
     last_read_at = models.DateTimeField(null=True)
+    # Files followed by a source (ingest.checkpoints): who the file is on disk, and where the
+    # next read starts. head_length > 0 says head_sha256 covers only that many first bytes.
+    device = models.BigIntegerField(null=True, blank=True)
+    inode = models.BigIntegerField(null=True, blank=True)
+    head_length = models.IntegerField(default=0)
+    # {"offset": byte offset, "line": its number, "last_time": time carried forward or null}
+    resume = models.JSONField(default=dict, blank=True)
+    finished = models.BooleanField(default=False, help_text="Read to its end; nothing more will come")
 
     class Meta:
         constraints = [
@@ -76,6 +101,7 @@ class SourceFile(models.Model):
 
 class IngestRun(models.Model):
     class Status(models.TextChoices):
+        QUEUED = "queued"
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
@@ -103,6 +129,29 @@ class IngestRun(models.Model):
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+    @property
+    def rate(self) -> float | None:
+        """Bytes (rows, for a table) read per second so far."""
+        end = self.finished_at or timezone.now()
+        elapsed = (end - self.started_at).total_seconds()
+        return self.bytes_read / elapsed if elapsed > 0 and self.bytes_read else None
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Seconds left at the rate so far, while running."""
+        rate = self.rate
+        if self.status != self.Status.RUNNING or not rate or self.bytes_total <= self.bytes_read:
+            return None
+        return (self.bytes_total - self.bytes_read) / rate
+
+    @property
+    def percent(self) -> int:
+        if self.status == self.Status.DONE:
+            return 100
+        if self.bytes_total <= 0:
+            return 0
+        return min(100, int(100 * self.bytes_read / self.bytes_total))
 
 
 class ParseProblem(models.Model):

@@ -18,14 +18,15 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from ingest.events import Event, FlagCorrection, Gap
@@ -35,10 +36,10 @@ from ingest.mysql_table import Puller
 from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
 from ingest.parsers.detect import HEAD_BYTES, detect_format
-from ingest.parsers.general_log import parse_general_log
+from ingest.parsers.general_log import GeneralLogParser, parse_general_log
 from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
 from ingest.parsers.json_audit import parse_json_audit
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem, ServerStart
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.store import EventWriter
@@ -394,7 +395,9 @@ def redact_dsn(dsn: str) -> str:
     return urlunsplit((parts.scheme or "mysql", netloc, parts.path, parts.query, ""))
 
 
-def ingest_table(source: Source, conn: object, *, progress: Progress | None = None) -> IngestRun:
+def ingest_table(
+    source: Source, conn: object, *, progress: Progress | None = None, run: IngestRun | None = None
+) -> IngestRun:
     """Pull the rows of mysql.general_log added since the source's checkpoint into the store.
 
     Each batch of events is committed with the checkpoint that covers it (the puller's
@@ -409,7 +412,11 @@ def ingest_table(source: Source, conn: object, *, progress: Progress | None = No
         head_sha256=hashlib.sha256(path.encode()).hexdigest(),  # a table has no head: its address
         defaults={"size": 0},
     )
-    run = IngestRun.objects.create(source=source, source_file=source_file)
+    if run is None:
+        run = IngestRun.objects.create(source=source, source_file=source_file)
+    else:  # a run the caller started (a source polled by a worker)
+        run.source_file = source_file
+        run.save(update_fields=["source_file"])
     checkpoint = dict(source.checkpoint or {})
     tz = ZoneInfo(source.timezone)
     state = checkpoint.get("tracker")
@@ -453,4 +460,466 @@ def ingest_table(source: Source, conn: object, *, progress: Progress | None = No
     run.finished_at = timezone.now()
     run.save(update_fields=["status", "finished_at"])
     SourceFile.objects.filter(pk=source_file.pk).update(last_read_at=run.finished_at)
+    return run
+
+
+# -- sources followed over time: files that grow and rotate, live tables ---------------------------
+
+
+class SourceBusy(Exception):
+    """Another worker holds the source's advisory lock: it is being ingested right now."""
+
+
+@dataclass
+class _Cut:
+    """A point where everything before is complete: where a batch may end and the next read start."""
+
+    resume: dict[str, object]  # {"offset", "line", "last_time"} of the first byte not covered
+    state: dict[str, object]  # {"tracker": ..., "gaps": ...} after everything before
+    ends: tuple[int, int, int, int]  # events, problems, corrections, gaps produced before it
+
+
+class _Lines:
+    """The complete lines of an open file from `offset`, at most `limit` bytes; knows where it is.
+
+    A last line without its newline is held back (it is being written) unless `partial_ok`."""
+
+    def __init__(
+        self, f: io.BufferedIOBase, offset: int, line: int, limit: int | None, partial_ok: bool
+    ) -> None:
+        self.f, self.offset, self.line, self.limit, self.partial_ok = f, offset, line, limit, partial_ok
+        self.eof = False  # the parser asked for a line past the end
+
+    def __iter__(self) -> Iterator[bytes]:
+        remaining = self.limit
+        for raw in self.f:
+            if remaining is not None:
+                if len(raw) > remaining:
+                    raw = raw[:remaining]
+                remaining -= len(raw)
+            if raw[-1:] != b"\n" and not self.partial_ok:
+                break
+            self.offset += len(raw)
+            self.line += 1
+            yield raw
+            if remaining is not None and remaining <= 0:
+                break
+        self.eof = True
+
+
+# --format name -> parser of the lines of a file read from a given offset and line.
+TAIL_PARSERS: dict[str, Callable[[Iterable[bytes], int, int, FileHints], Iterator[Item]]] = {
+    "mariadb-audit": lambda lines, offset, line, hints: parse_server_audit(
+        lines, start_offset=offset, start_line=line, year=hints.mtime_year
+    ),
+    "json-audit": lambda lines, offset, line, hints: parse_json_audit(
+        lines, start_offset=offset, start_line=line
+    ),
+    "xml-audit": lambda lines, offset, line, hints: parse_xml_audit(
+        lines, start_offset=offset, start_line=line
+    ),
+    "audit-csv": lambda lines, offset, line, hints: parse_audit_csv(
+        lines, start_offset=offset, start_line=line
+    ),
+    "general-log-csv": lambda lines, offset, line, hints: parse_general_log_csv(
+        lines, start_offset=offset, start_line=line
+    ),
+    "general-log-tsv": lambda lines, offset, line, hints: parse_general_log_tsv(
+        lines, start_offset=offset, start_line=line
+    ),
+}
+
+
+def _resume_dict(offset: int, line: int, last_time: datetime | None = None) -> dict[str, object]:
+    return {"offset": offset, "line": line, "last_time": last_time.isoformat() if last_time else None}
+
+
+def tail_messages(
+    *,
+    fmt: str,
+    lines: _Lines,
+    finish: bool,
+    hints: FileHints,
+    tracker: SessionTracker,
+    gaps: GapFinder,
+    writer: EventWriter,
+    batch_size: int,
+    last_time: datetime | None = None,
+) -> Iterator[tuple[object, ...]]:
+    """Parse a file from a resume point; yield ("batch", formatted events, problems, events seen,
+    corrections, gaps, resume point, state, finished) messages, each complete up to its resume point.
+
+    The stages (parser, tracker, classifier, gap finder) are generators pulled one item at a
+    time, so when the parser is asked for its next item every stage after it has finished
+    with everything before: that moment is a cut. The valve between the parser and the
+    tracker records cuts there:
+    1. when the batch is full (not right after a server start banner: the tracker holds it
+       until the boot's first record, outside its state);
+    2. at the end of the bytes when the file may still grow (`finish` false): the state after
+       the last complete item; an item only the end of the bytes completed (the parser cannot
+       know that the next line does not continue it) and whatever follows are left for the
+       next read, which starts at that item.
+    A file that is finished is read to its end and every stage flushed.
+    """
+    start_line = lines.line
+    resume_fn: Callable[[], dict[str, object]] | None = None
+    if fmt == "general-log":
+        parser = GeneralLogParser(start_offset=lines.offset, start_line=start_line, last_time=last_time)
+
+        def general() -> Iterator[Item]:
+            yield from parser.feed(lines)
+            if finish:
+                yield from parser.finish()
+
+        items: Iterator[Item] = general()
+
+        def resume_fn() -> dict[str, object]:
+            return _resume_dict(*parser.resume_point())
+
+    else:
+        items = TAIL_PARSERS[fmt](lines, lines.offset, start_line, hints)
+
+    events: list[Event] = []
+    problems: list[Problem] = []
+    corrections: list[FlagCorrection] = []
+    found: list[Gap] = []
+    taken = [0, 0, 0, 0]  # produced and already sent, per list
+    cuts: list[_Cut] = []
+    want_cut = False
+    final: _Cut | None = None
+
+    def cut(resume: dict[str, object]) -> _Cut:
+        state = {"tracker": tracker.to_state(), "gaps": gaps.to_state()}
+        ends = (
+            taken[0] + len(events),
+            taken[1] + len(problems),
+            taken[2] + len(corrections),
+            taken[3] + len(found),
+        )
+        return _Cut(resume, state, ends)
+
+    def valve() -> Iterator[Item]:
+        nonlocal want_cut, final
+        before_banner: _Cut | None = None
+        iterator = iter(items)
+        while True:
+            before = resume_fn() if resume_fn else None
+            try:
+                item = next(iterator)
+            except StopIteration:
+                if not finish:
+                    final = before_banner or cut(before or _resume_dict(lines.offset, lines.line))
+                return
+            here = before or _resume_dict(item.offset, item.line)
+            if not finish and lines.eof:
+                final = before_banner or cut(here)
+                return
+            if isinstance(item, ServerStart):
+                before_banner = before_banner or cut(here)
+            else:
+                if want_cut and before_banner is None:
+                    cuts.append(cut(here))
+                    want_cut = False
+                before_banner = None
+            yield item
+
+    def send(c: _Cut, finished: bool) -> tuple[object, ...]:
+        n = [c.ends[i] - taken[i] for i in range(4)]
+        batch_events, batch_problems = events[: n[0]], problems[: n[1]]
+        batch_corrections, batch_gaps = corrections[: n[2]], found[: n[3]]
+        del events[: n[0]], problems[: n[1]], corrections[: n[2]], found[: n[3]]
+        for i in range(4):
+            taken[i] = c.ends[i]
+        formatted = writer.formatter.format(batch_events)
+        return (
+            "batch",
+            formatted,
+            batch_problems,
+            len(batch_events),
+            batch_corrections,
+            batch_gaps,
+            c.resume,
+            c.state,
+            finished,
+        )
+
+    for out in gaps.process(classify_events(tracker.process(valve()), tracker.routines)):
+        if isinstance(out, Event):
+            events.append(out)
+            if len(events) >= batch_size:
+                want_cut = True
+        elif isinstance(out, FlagCorrection):
+            corrections.append(out)
+        elif isinstance(out, Gap):
+            found.append(out)
+        else:
+            problems.append(out)
+        while cuts:
+            yield send(cuts.pop(0), False)
+    if finish:
+        yield send(cut(_resume_dict(lines.offset, lines.line)), True)
+    else:
+        assert final is not None
+        yield send(final, False)  # what came after it is read again next time
+
+
+def ingest_source(source_id: int, *, run_id: int | None = None) -> IngestRun | None:
+    """One incremental pass over a source, under its advisory lock: read what is new since its
+    checkpoint into the store. Returns the run (None when there was nothing new and no run was
+    asked for). Raises SourceBusy when another worker is ingesting the source.
+
+    1. Take the source's lock; runs left "running" by a worker that died are marked failed.
+    2. Files: plan which files to read (ingest.checkpoints) and read each from its resume point,
+       committing every batch of events with the file's new resume point and the source's
+       tracker state in one transaction. Tables: pull from the watermark (ingest_table).
+    3. Record when the source was polled, when data last came, and why it could not be read.
+    """
+    from ingest.checkpoints import source_lock
+
+    source = Source.objects.get(pk=source_id)
+    with source_lock(source.pk) as got:
+        if not got:
+            raise SourceBusy(f"source {source.pk} is being ingested by another worker")
+        IngestRun.objects.filter(source=source, status=IngestRun.Status.RUNNING).update(
+            status=IngestRun.Status.FAILED,
+            error="interrupted: the worker running it stopped before the end",
+            finished_at=timezone.now(),
+        )
+        run = IngestRun.objects.get(pk=run_id) if run_id else None
+        try:
+            if source.kind == Source.Kind.MYSQL_TABLE:
+                run = _pull_table_source(source, run)
+            else:
+                run = _ingest_file_source(source, run)
+        finally:
+            Source.objects.filter(pk=source.pk).update(last_polled_at=timezone.now())
+    return run
+
+
+def _start_run(source: Source, run: IngestRun | None, bytes_total: int) -> IngestRun:
+    if run is None:
+        return IngestRun.objects.create(source=source, bytes_total=bytes_total)
+    run.status = IngestRun.Status.RUNNING
+    run.bytes_total = bytes_total
+    run.started_at = timezone.now()
+    run.save(update_fields=["status", "bytes_total", "started_at"])
+    return run
+
+
+def _end_run(run: IngestRun, error: BaseException | None = None) -> IngestRun:
+    run.finished_at = timezone.now()
+    if error is None:
+        run.status = IngestRun.Status.DONE
+    else:
+        run.status = IngestRun.Status.FAILED
+        run.error = f"{type(error).__name__}: {error}"[:2000]
+    run.save(update_fields=["status", "error", "finished_at"])
+    return run
+
+
+def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
+    from ingest.mysql_table import connect
+
+    password = os.environ.get(source.password_env) if source.password_env else None
+    try:
+        conn = connect(source.dsn, password)
+    except Exception as e:  # refused, unknown host, bad password: the source's health says so
+        Source.objects.filter(pk=source.pk).update(last_error=f"cannot connect to {source.dsn}: {e}"[:2000])
+        return _end_run(_start_run(source, run, 0), e)
+    try:
+        run = ingest_table(source, conn, run=_start_run(source, run, 0))
+    finally:
+        conn.close()
+    update: dict[str, object] = {"last_error": ""}
+    if run.events_seen:
+        update["last_data_at"] = run.finished_at
+    Source.objects.filter(pk=source.pk).update(**update)
+    return run
+
+
+def _ingest_file_source(source: Source, run: IngestRun | None) -> IngestRun | None:
+    from ingest.checkpoints import content_size, plan_reads
+
+    plan = plan_reads(source)
+    errors = list(plan.errors)
+    if not plan.matched_any:
+        errors.append(f"no file matches {source.path}")
+    reads = [
+        r
+        for r in plan.reads
+        # New bytes since the last read (its pending record is read again), or a file to finish.
+        if r.finish or r.known is None or r.candidate.size != r.known.size
+    ]
+    Source.objects.filter(pk=source.pk).update(last_error="; ".join(errors)[:2000])
+    if not reads and not plan.vanished:
+        if run is not None:
+            return _end_run(_start_run(source, run, 0))
+        return None
+    totals = [max(0, content_size(r.candidate) - r.offset) for r in reads]
+    run = _start_run(source, run, sum(totals))
+    try:
+        for gone in plan.vanished:
+            _file_vanished(run, gone)
+        done = 0
+        for r, total in zip(reads, totals, strict=True):
+            _read_file(source, run, r, done)
+            done += total
+    except BaseException as e:
+        _end_run(run, e)
+        raise
+    return _end_run(run)
+
+
+def _file_vanished(run: IngestRun, known: SourceFile) -> None:
+    """A followed file disappeared before it was read to its end: say so where the operator looks."""
+    offset = int(known.resume.get("offset", 0))
+    with transaction.atomic():
+        ParseProblem.objects.bulk_create(
+            [
+                ParseProblem(
+                    run=run,
+                    source_file=known,
+                    line=int(known.resume.get("line", 1)),
+                    offset=offset,
+                    reason="the file vanished before it was read to its end: what came after this is lost",
+                    excerpt=b"",
+                )
+            ],
+            ignore_conflicts=True,
+        )
+        SourceFile.objects.filter(pk=known.pk).update(finished=True)
+        IngestRun.objects.filter(pk=run.pk).update(problems=F("problems") + 1)
+    run.refresh_from_db(fields=["problems"])
+
+
+def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -> None:
+    """Read one file of a source from its resume point; see tail_messages and ingest_source."""
+    from ingest.checkpoints import Read, open_content
+
+    assert isinstance(read, Read)
+    c = read.candidate
+    known = read.known
+    if known is None:
+        known, _ = SourceFile.objects.get_or_create(
+            source=source,
+            path=str(c.path),
+            head_sha256=c.head_sha256,
+            defaults={
+                "size": c.size,
+                "compressed": c.compressed,
+                "device": c.device,
+                "inode": c.inode,
+                "head_length": len(c.head),
+                "resume": _resume_dict(0, 1),
+            },
+        )
+        if known.finished:
+            return
+    elif known.head_length < len(c.head) and (known.device, known.inode) == (c.device, c.inode):
+        # The file grew past the bytes that named it: name it by more of them from now on.
+        SourceFile.objects.filter(pk=known.pk).update(head_sha256=c.head_sha256, head_length=len(c.head))
+    resume = known.resume or _resume_dict(0, 1)
+    offset, line = int(resume["offset"]), int(resume["line"])  # type: ignore[call-overload]
+    last_time = datetime.fromisoformat(str(resume["last_time"])) if resume.get("last_time") else None
+    try:
+        f, limit = open_content(c, offset)
+    except (FileNotFoundError, PermissionError) as e:
+        Source.objects.filter(pk=source.pk).update(last_error=str(e)[:2000])
+        return
+    fmt = source.format
+    if fmt == "auto":
+        fmt = detect_format(c.head)
+    if fmt != "general-log" and fmt not in TAIL_PARSERS:
+        raise ValueError(
+            f"Format {fmt!r} cannot be followed (supported: general-log, {', '.join(TAIL_PARSERS)})."
+        )
+    checkpoint = Source.objects.get(pk=source.pk).checkpoint or {}
+    tz = ZoneInfo(source.timezone)
+    tracker = SessionTracker(source.server, tz)
+    if checkpoint.get("tracker"):
+        tracker.load_state(checkpoint["tracker"])
+    gaps = GapFinder()
+    if checkpoint.get("gaps"):
+        gaps.load_state(checkpoint["gaps"])
+    writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
+    lines = _Lines(f, offset, line, limit, partial_ok=read.finish)  # type: ignore[arg-type]
+    hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
+
+    def produce() -> Iterator[tuple[object, ...]]:
+        return tail_messages(
+            fmt=fmt,
+            lines=lines,
+            finish=read.finish,
+            hints=hints,
+            tracker=tracker,
+            gaps=gaps,
+            writer=writer,
+            batch_size=settings.INGEST_BATCH_SIZE,
+            last_time=last_time,
+        )
+
+    messages = in_second_process(produce) if settings.INGEST_PARALLEL else produce()
+    try:
+        for message in messages:
+            _, formatted, problems, seen, corrections, found, new_resume, state, finished = message
+            new_offset = int(new_resume["offset"])  # type: ignore[index]
+            now = timezone.now()
+            with transaction.atomic():
+                stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
+                writer.apply_corrections(corrections)  # type: ignore[arg-type]
+                _store_gaps(source, known, found)  # type: ignore[arg-type]
+                _store_problems(run, known, problems)  # type: ignore[arg-type]
+                SourceFile.objects.filter(pk=known.pk).update(
+                    resume=new_resume,
+                    bytes_read=new_offset,
+                    size=c.size,
+                    last_read_at=now,
+                    finished=finished,
+                )
+                fresh = dict(Source.objects.select_for_update().get(pk=source.pk).checkpoint or {})
+                fresh.update(state)  # type: ignore[arg-type]
+                update: dict[str, object] = {"checkpoint": fresh}
+                if new_offset > offset:
+                    update["last_data_at"] = now
+                Source.objects.filter(pk=source.pk).update(**update)
+                run.bytes_read = done_before + new_offset - offset
+                run.events_seen += seen  # type: ignore[operator]
+                run.events_stored += stored
+                run.problems += len(problems)  # type: ignore[arg-type]
+                run.source_file = known
+                run.save(
+                    update_fields=["bytes_read", "events_seen", "events_stored", "problems", "source_file"]
+                )
+    finally:
+        messages.close()  # type: ignore[attr-defined]
+        f.close()  # type: ignore[attr-defined]
+
+
+def poll_due_sources(queue: Callable[[int], object]) -> int:
+    """Queue (with `queue(source id)`) every enabled source whose next poll is due; returns how many.
+
+    Each source is claimed with one conditional UPDATE that moves its next poll forward, so
+    two beats (or a beat and a slow worker) never queue the same poll twice.
+    """
+    now = timezone.now()
+    due = Source.objects.filter(enabled=True).filter(
+        models.Q(next_poll_at__isnull=True) | models.Q(next_poll_at__lte=now)
+    )
+    queued = 0
+    for source_id, interval in due.values_list("pk", "interval_seconds"):
+        claimed = (
+            Source.objects.filter(pk=source_id)
+            .filter(models.Q(next_poll_at__isnull=True) | models.Q(next_poll_at__lte=now))
+            .update(next_poll_at=now + timedelta(seconds=interval))
+        )
+        if claimed:
+            transaction.on_commit(lambda source_id=source_id: queue(source_id))  # type: ignore[misc]
+            queued += 1
+    return queued
+
+
+def source_ingest_now(source: Source, queue: Callable[[int, int], object]) -> IngestRun:
+    """A run asked for now (the API, the Sources page): stored as queued, then queued on commit."""
+    run = IngestRun.objects.create(source=source, status=IngestRun.Status.QUEUED)
+    transaction.on_commit(lambda: queue(source.pk, run.pk))
     return run

@@ -1,0 +1,215 @@
+"""Which files of a source to read next, from where: file identity across rotations.
+
+A file followed by a source is known by its device and inode and by the SHA-256 of its first
+bytes (up to IDENTITY_BYTES, decompressed). Each poll matches what the path or glob finds now
+against the files already known (SourceFile rows):
+
+1. same device+inode and the same first bytes: the same file, perhaps renamed by a rotation
+   (`general.log` -> `general.log.1`); read on from its offset. When it is shorter than the
+   offset, it was truncated (copytruncate) and its new content is a new file.
+2. another inode with the same first bytes: a copy of a known file (copytruncate's copy,
+   the gzip of a rotated file); read on from the known file's offset, or skip it when the
+   known file was read to its end or is still on disk under its own inode.
+3. anything else: a new file, read from its start. Empty files wait until they have bytes.
+
+Files are read oldest first (by modification time), so sessions flow from one file into the
+next. All but the newest file, and every gzip file, are read to their end and "finished"
+(the parser's last pending record is flushed); the newest may still grow, so its last record
+waits until the next line shows that it is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import hashlib
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import connection
+
+from ingest.models import Source, SourceFile
+
+IDENTITY_BYTES = 1024
+GZIP_MAGIC = b"\x1f\x8b"
+# First key of the two-int advisory lock pg_try_advisory_lock(LOCK_CLASS, source id): "AW".
+LOCK_CLASS = 0x4157
+
+
+@dataclass
+class Candidate:
+    """A file the source's path or glob matches now."""
+
+    path: Path
+    device: int
+    inode: int
+    size: int  # on disk
+    mtime: float
+    compressed: bool
+    head: bytes  # the first IDENTITY_BYTES of the content (decompressed)
+
+    @property
+    def head_sha256(self) -> str:
+        return hashlib.sha256(self.head).hexdigest()
+
+    def head_matches(self, known: SourceFile) -> bool:
+        n = known.head_length
+        return 0 < n <= len(self.head) and hashlib.sha256(self.head[:n]).hexdigest() == known.head_sha256
+
+
+@dataclass
+class Read:
+    """One file to read in this poll: from `known`'s resume point (or the start) to its end."""
+
+    candidate: Candidate
+    known: SourceFile | None  # None: a new file
+    finish: bool  # read to the end and flush the parser: nothing more will be written to it
+
+    @property
+    def offset(self) -> int:
+        return int(self.known.resume.get("offset", 0)) if self.known else 0
+
+
+@dataclass
+class Plan:
+    reads: list[Read] = field(default_factory=list)
+    # Known files not finished that no longer exist under any name: they cannot be read to their end.
+    vanished: list[SourceFile] = field(default_factory=list)
+    # Why files could not be looked at (permissions...): shown as the source's health.
+    errors: list[str] = field(default_factory=list)
+    matched_any: bool = False  # the path or glob matched at least one file
+
+
+def _head(path: Path, compressed: bool) -> bytes:
+    if compressed:
+        with gzip.open(path, "rb") as g:
+            try:
+                return g.read(IDENTITY_BYTES)
+            except (EOFError, OSError, zlib.error):  # a gzip still being written
+                return b""
+    with path.open("rb") as f:
+        return f.read(IDENTITY_BYTES)
+
+
+def find_candidates(pattern: str, errors: list[str]) -> list[Candidate]:
+    """The non-empty regular files `pattern` (a path or a glob) matches, oldest first."""
+    found = []
+    for name in sorted(glob.glob(pattern)):
+        path = Path(name)
+        try:
+            st = path.stat()
+            if not path.is_file() or st.st_size == 0:
+                continue
+            with path.open("rb") as f:
+                magic = f.read(2)
+            compressed = magic == GZIP_MAGIC
+            head = _head(path, compressed)
+        except PermissionError:
+            errors.append(f"permission denied reading {path}")
+            continue
+        except FileNotFoundError:  # rotated away between glob and stat: the next poll finds it
+            continue
+        if head:
+            found.append(Candidate(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime, compressed, head))
+    found.sort(key=lambda c: (c.mtime, -_rotation_number(c.path)))
+    return found
+
+
+def _rotation_number(path: Path) -> int:
+    """`general.log.3.gz` -> 3, `general.log` -> 0: breaks ties of equal times (older first)."""
+    for part in reversed(path.name.split(".")):
+        if part.isdigit():
+            return int(part)
+    return 0
+
+
+def plan_reads(source: Source) -> Plan:
+    """What to read in this poll of a file source; see the module docstring."""
+    plan = Plan()
+    candidates = find_candidates(source.path, plan.errors)
+    plan.matched_any = bool(candidates) or bool(plan.errors)
+    known = list(source.files.filter(head_length__gt=0).order_by("pk"))
+    claimed: dict[int, Candidate] = {}  # SourceFile pk -> the candidate that is it
+    rest: list[Candidate] = []
+    # 1. Same inode and same first bytes (and not shorter than what was read: not truncated).
+    for c in candidates:
+        for k in known:
+            if (
+                k.pk not in claimed
+                and (k.device, k.inode) == (c.device, c.inode)
+                and c.head_matches(k)
+                and (c.compressed or c.size >= int(k.resume.get("offset", 0)))
+            ):
+                claimed[k.pk] = c
+                break
+        else:
+            rest.append(c)
+    # 2. Copies of known files: read on from where the known file stopped, unless it is still there.
+    new: list[Candidate] = []
+    copies: dict[int, Candidate] = {}
+    for c in rest:
+        twin = next((k for k in known if c.head_matches(k)), None)
+        if twin is None:
+            new.append(c)
+        elif twin.pk not in claimed and twin.pk not in copies and not twin.finished:
+            copies[twin.pk] = c
+    by_pk = {k.pk: k for k in known}
+    order: list[tuple[Candidate, SourceFile | None]] = [(c, by_pk[pk]) for pk, c in claimed.items()]
+    order += [(c, by_pk[pk]) for pk, c in copies.items()]
+    order += [(c, None) for c in new]
+    order.sort(key=lambda pair: (pair[0].mtime, -_rotation_number(pair[0].path)))
+    live = None if source.kind == Source.Kind.UPLOAD else (order[-1][0] if order else None)
+    for c, k in order:
+        finish = c.compressed or c is not live
+        if k is not None and k.finished:
+            continue
+        plan.reads.append(Read(c, k, finish))
+    seen = set(claimed) | set(copies)
+    plan.vanished = [k for k in known if not k.finished and k.pk not in seen]
+    return plan
+
+
+def open_content(candidate: Candidate, offset: int) -> tuple[object, int | None]:
+    """The file opened at `offset` of its content, and how many bytes to read at most
+    (its size when stat'ed; None for a gzip file, which does not grow)."""
+    if candidate.compressed:
+        g = gzip.open(candidate.path, "rb")  # noqa: SIM115 - the caller closes it
+        g.seek(offset)  # decompresses and drops what comes before
+        return g, None
+    f = candidate.path.open("rb")
+    st = os.fstat(f.fileno())
+    if (st.st_dev, st.st_ino) != (candidate.device, candidate.inode):
+        f.close()  # rotated between the plan and now: the next poll sees where it went
+        raise FileNotFoundError(f"{candidate.path} was replaced while being opened")
+    f.seek(offset)
+    return f, max(0, candidate.size - offset)
+
+
+def content_size(candidate: Candidate) -> int:
+    """Bytes of content: the size on disk, or a gzip file's recorded length (modulo 4 GiB)."""
+    if not candidate.compressed:
+        return candidate.size
+    with candidate.path.open("rb") as f:
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
+
+
+@contextlib.contextmanager
+def source_lock(source_id: int) -> Iterator[bool]:
+    """Hold PostgreSQL's session advisory lock of a source; yields whether we got it.
+
+    A worker killed with SIGKILL loses its connection, and PostgreSQL frees the lock.
+    """
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [LOCK_CLASS, source_id])
+        got = bool(cur.fetchone()[0])
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s, %s)", [LOCK_CLASS, source_id])

@@ -1,0 +1,230 @@
+"""Continuous ingestion with real Celery workers (separate processes, started here) against the
+PostgreSQL and Redis this test run uses: a log appended to while the worker polls, rotated by
+rename and by copytruncate, a worker killed with SIGKILL mid-file, two workers on one source.
+After each, the store holds every event of the files exactly once: the same events as a
+straight `ingest` of the files concatenated (but the last record of the live file, which waits
+for the next line to show it is complete)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+from django.db import connection
+
+from ingest.checkpoints import LOCK_CLASS
+from ingest.models import Event, IngestRun, Source, SourceFile
+from ingest.pipeline import SourceBusy, ingest_source
+from ingest.tasks import ingest_source_task
+from tests.ingest.test_sources import events_of, straight_ingest
+from tests.logwriter import GeneralLogWriter, rotate_copytruncate, rotate_rename
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
+
+
+def worker_database_url() -> str:
+    """DATABASE_URL of the database this test runs in (pytest-django's test_... copy)."""
+    s = connection.settings_dict
+    auth = quote(s["USER"] or "postgres") + (":" + quote(s["PASSWORD"]) if s.get("PASSWORD") else "")
+    host = s.get("HOST") or ""
+    if host.startswith("/"):
+        return f"postgres://{auth}@/{s['NAME']}?host={quote(host)}"
+    return f"postgres://{auth}@{host or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+class Workers:
+    """Celery worker processes of our own, on a queue of our own."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.queue = f"auditweb-test-{uuid.uuid4().hex[:12]}"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            DATABASE_URL=worker_database_url(),
+            CELERY_QUEUE=self.queue,
+            INGEST_POLL_SECONDS="1",
+            DATABASE_CONN_MAX_AGE="0",
+            SECRET_KEY=env.get("SECRET_KEY", "test-worker-key"),
+        )
+        env.update(extra)
+        return env
+
+    def start(self, *, beat: bool = True, **extra: str) -> subprocess.Popen[bytes]:
+        n = len(self.procs)
+        cmd = [sys.executable, "-m", "celery", "-A", "auditweb", "worker", "--pool=solo", "--loglevel=INFO"]
+        cmd += [f"--hostname=w{n}-{self.queue}@%h", "--without-gossip", "--without-mingle"]
+        if beat:
+            cmd += ["-B", f"--schedule={self.tmp}/beat-{n}"]
+        out = (self.tmp / f"worker-{n}.log").open("wb")
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, env=self.env(**extra), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        """SIGKILL the worker and its children (the parsing process): no chance to clean up."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.tmp.glob("worker-*.log")))
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Workers]:
+    w = Workers(tmp_path)
+    try:
+        yield w
+    finally:
+        w.stop_all()
+
+
+def wait_for(condition: Callable[[], bool], workers: Workers, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {seconds} s in vain; the workers said:\n{workers.logs()}")
+        time.sleep(0.2)
+
+
+def follow(path: str, interval: int = 1) -> Source:
+    return Source.objects.create(
+        name=f"followed {path}",
+        kind=Source.Kind.FILE,
+        path=path,
+        server="db1",
+        format="general-log",
+        interval_seconds=interval,
+    )
+
+
+def expect_all_but_last(tmp_path: Path, content: bytes, workers: Workers) -> None:
+    """Wait until the store holds every event of `content` once (but the pending last one)."""
+    reference = straight_ingest(tmp_path, content)
+    last = max(reference, key=lambda row: row[0])
+    expected = reference - Counter([last])
+    wait_for(lambda: events_of("db1") == expected, workers)
+
+
+def test_it_follows_a_log_appended_and_rotated_while_the_worker_polls(
+    tmp_path: Path, workers: Workers
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "general.log"
+    writer = GeneralLogWriter(log)
+    follow(str(log) + "*")
+    workers.start()
+    content = b""
+    for _ in range(3):  # appended in bursts while the worker polls every second
+        writer.write(700)
+        time.sleep(0.7)
+    writer.write(300)
+    old = rotate_rename(log)  # logrotate: rename + create, then the server reopens
+    writer.write(40)
+    writer.reopen()
+    content += old.read_bytes()
+    for _ in range(2):
+        writer.write(500)
+        time.sleep(0.8)
+    old = rotate_copytruncate(log)  # logrotate copytruncate
+    content += old.read_bytes()
+    writer.write(600)
+    time.sleep(1.5)
+    writer.write(300)
+    content += log.read_bytes()
+    expect_all_but_last(tmp_path, content, workers)
+    assert SourceFile.objects.filter(source__server="db1", finished=True).count() == 2
+    assert not IngestRun.objects.filter(status=IngestRun.Status.FAILED).exists()
+
+
+def test_a_worker_killed_mid_file_leaves_nothing_half_done(tmp_path: Path, workers: Workers) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "general.log"
+    writer = GeneralLogWriter(log)
+    writer.write(150_000)
+    source = follow(str(log))
+    worker = workers.start(INGEST_BATCH_SIZE="500")
+
+    def mid_file() -> bool:
+        run = IngestRun.objects.filter(source=source, status=IngestRun.Status.RUNNING).first()
+        return run is not None and 0 < run.bytes_read < run.bytes_total // 2
+
+    wait_for(mid_file, workers, seconds=60)
+    workers.kill(worker)
+    stored = Event.objects.filter(server="db1").count()
+    resume = SourceFile.objects.get(source=source).resume
+    assert 0 < stored < 150_000
+    # What is stored is exactly what the committed checkpoint says was read: nothing half done.
+    assert Event.objects.filter(server="db1", byte_offset__gte=resume["offset"]).count() == 0
+    assert Event.objects.filter(server="db1").count() == stored
+    writer.write(1000)  # the log goes on while no worker runs
+    workers.start(INGEST_BATCH_SIZE="5000")
+    expect_all_but_last(tmp_path, log.read_bytes(), workers)
+    killed = IngestRun.objects.filter(source=source, status=IngestRun.Status.FAILED).get()
+    assert killed.error.startswith("interrupted")
+
+
+def test_two_workers_on_one_source_store_each_event_once(tmp_path: Path, workers: Workers) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "general.log"
+    writer = GeneralLogWriter(log)
+    source = follow(str(log) + "*")
+    workers.start(INGEST_BATCH_SIZE="300")
+    workers.start(beat=False, INGEST_BATCH_SIZE="300")
+    content = b""
+    for i in range(6):
+        writer.write(1500)
+        # Runs asked for on top of beat's polls: both workers get some, at the same time.
+        for _ in range(4):
+            ingest_source_task.apply_async(args=[source.pk], queue=workers.queue)
+        time.sleep(0.5)
+        if i == 3:
+            content += rotate_rename(log).read_bytes()
+            writer.reopen()
+    content += log.read_bytes()
+    expect_all_but_last(tmp_path, content, workers)
+    assert not IngestRun.objects.filter(status=IngestRun.Status.FAILED).exists()
+
+
+def test_a_source_held_by_another_connection_is_busy(tmp_path: Path) -> None:
+    log = tmp_path / "general.log"
+    GeneralLogWriter(log).write(10)
+    source = follow(str(log))
+    other = psycopg.connect(worker_database_url().replace("postgres://", "postgresql://"), autocommit=True)
+    try:
+        other.execute("SELECT pg_advisory_lock(%s, %s)", [LOCK_CLASS, source.pk])
+        with pytest.raises(SourceBusy):
+            ingest_source(source.pk)
+        assert not Event.objects.exists()
+    finally:
+        other.close()  # the lock goes with the connection
+    assert ingest_source(source.pk) is not None
+    assert Event.objects.filter(server="db1").count() == 10  # banner + 9; the last waits
