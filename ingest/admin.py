@@ -7,6 +7,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from ingest.models import Gap, IngestRun, ParseProblem, Source, SourceFile
+from ingest.sources import SourceForm, source_health
 
 
 class ReadOnly(admin.ModelAdmin):
@@ -24,15 +25,38 @@ class ReadOnly(admin.ModelAdmin):
 
 @admin.register(Source)
 class SourceAdmin(admin.ModelAdmin):
-    list_display = ["name", "kind", "format", "server", "timezone", "interval_seconds", "enabled"]
+    form = SourceForm  # the same validation as the Sources page and the API: no password in a DSN
+    list_display = ["name", "kind", "format", "server", "timezone", "interval_seconds", "enabled", "health"]
     list_filter = ["kind", "format", "enabled"]
     search_fields = ["name", "server", "path"]
-    readonly_fields = ["checkpoint", "created_at"]
+    readonly_fields = [
+        "checkpoint",
+        "created_at",
+        "last_polled_at",
+        "last_data_at",
+        "last_error",
+        "next_poll_at",
+    ]
+
+    @admin.display(description="health")
+    def health(self, source: Source) -> str:
+        h = source_health(source)
+        return "; ".join([h.state, *h.reasons])
 
 
 @admin.register(SourceFile)
 class SourceFileAdmin(ReadOnly):
-    list_display = ["path", "source", "size", "bytes_read", "sha256", "last_read_at"]
+    list_display = [
+        "path",
+        "source",
+        "size",
+        "bytes_read",
+        "finished",
+        "device",
+        "inode",
+        "sha256",
+        "last_read_at",
+    ]
     search_fields = ["path", "sha256"]
 
 

@@ -1,0 +1,82 @@
+"""Uploaded log files: streamed to disk chunk by chunk and hashed on the way (SHA-256, kept as
+evidence), never held in memory, whatever their size."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.uploadedfile import TemporaryUploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
+from django.db import transaction
+
+from ingest.checkpoints import find_candidates
+from ingest.models import IngestRun, Source, SourceFile
+from ingest.pipeline import source_ingest_now
+
+
+class HashingUploadHandler(FileUploadHandler):
+    """Writes each uploaded file into UPLOAD_DIR as it arrives, hashing every chunk."""
+
+    def new_file(self, *args: object, **kwargs: object) -> None:
+        super().new_file(*args, **kwargs)  # type: ignore[arg-type]
+        settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
+        self.sha256 = hashlib.sha256()
+        self.file = TemporaryUploadedFile(
+            self.file_name, self.content_type, 0, self.charset, self.content_type_extra
+        )
+        self.size = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        self.sha256.update(raw_data)
+        self.file.write(raw_data)
+        self.size += len(raw_data)
+        return None
+
+    def file_complete(self, file_size: int) -> TemporaryUploadedFile:
+        self.file.seek(0)
+        self.file.size = file_size
+        self.file.sha256 = self.sha256.hexdigest()  # type: ignore[attr-defined]
+        return self.file
+
+
+def upload_store(
+    *, uploaded: TemporaryUploadedFile, server: str, timezone: str, fmt: str, queue: object
+) -> tuple[Source, IngestRun]:
+    """Keep an uploaded file (moved, not copied, into UPLOAD_DIR), record it with its SHA-256 as an
+    upload source with its one file, and queue its ingest on commit."""
+    target_dir = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
+    target_dir.mkdir(parents=True)
+    name = os.path.basename(uploaded.name or "upload.log") or "upload.log"
+    target = target_dir / name
+    os.replace(uploaded.temporary_file_path(), target)  # same file system: FILE_UPLOAD_TEMP_DIR
+    os.chmod(target, 0o440)
+    errors: list[str] = []
+    (candidate,) = find_candidates(str(target), errors)
+    with transaction.atomic():
+        source = Source.objects.create(
+            name=f"upload {name} ({target_dir.name[:8]})",
+            kind=Source.Kind.UPLOAD,
+            path=str(target),
+            format=fmt,
+            server=server,
+            timezone=timezone,
+            enabled=False,  # read once, not polled
+        )
+        SourceFile.objects.create(
+            source=source,
+            path=str(target),
+            compressed=candidate.compressed,
+            size=candidate.size,
+            head_sha256=candidate.head_sha256,
+            head_length=len(candidate.head),
+            device=candidate.device,
+            inode=candidate.inode,
+            sha256=uploaded.sha256,  # type: ignore[attr-defined]
+            resume={"offset": 0, "line": 1, "last_time": None},
+        )
+        run = source_ingest_now(source, queue)  # type: ignore[arg-type]
+    return source, run

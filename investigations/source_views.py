@@ -1,0 +1,112 @@
+"""The Sources pages: sources with their health, their runs with progress and problems, uploads.
+HTMX polls the same views for the named partial that shows running ingests."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from ingest.models import IngestRun, Source
+from ingest.pipeline import source_ingest_now
+from ingest.sources import SourceForm, source_health
+from ingest.tasks import ingest_source_task
+from investigations.upload_forms import UploadForm
+
+RUNS_SHOWN = 30
+PROBLEMS_SHOWN = 500
+
+
+def _queue(source_id: int, run_id: int) -> None:
+    ingest_source_task.delay(source_id, run_id)
+
+
+def _get_source(request: HttpRequest, source_id: int) -> Source:
+    return get_object_or_404(Source, pk=source_id)
+
+
+def _require_manager(request: HttpRequest) -> None:
+    """Changing what is read is for staff; every logged-in user may look."""
+    if not request.user.is_staff:  # type: ignore[union-attr]
+        raise PermissionDenied("Only staff may change sources.")
+
+
+@require_GET
+@login_required
+def source_list(request: HttpRequest) -> HttpResponse:
+    sources = [(s, source_health(s)) for s in Source.objects.order_by("kind", "name")]
+    return render(request, "investigations/source_list.html", {"sources": sources})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def source_edit(request: HttpRequest, source_id: int | None = None) -> HttpResponse:
+    _require_manager(request)
+    source = _get_source(request, source_id) if source_id else None
+    form = SourceForm(request.POST or None, instance=source)
+    if request.method == "POST" and form.is_valid():
+        source = form.save()
+        return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
+    return render(request, "investigations/source_form.html", {"form": form, "source": source})
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = _get_source(request, source_id)
+    runs = list(source.runs.select_related("source_file").order_by("-started_at")[:RUNS_SHOWN])
+    active = any(r.status in (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING) for r in runs)
+    template = "investigations/source_detail.html"
+    if request.htmx:
+        template += "#runs"
+    context = {
+        "source": source,
+        "health": source_health(source),
+        "runs": runs,
+        "active": active,
+        "files": source.files.order_by("-first_seen_at")[:50],
+    }
+    return render(request, template, context)
+
+
+@require_POST
+@login_required
+def source_ingest(request: HttpRequest, source_id: int) -> HttpResponse:
+    source = _get_source(request, source_id)
+    source_ingest_now(source, _queue)
+    return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
+
+
+@require_GET
+@login_required
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = get_object_or_404(IngestRun.objects.select_related("source", "source_file"), pk=run_id)
+    problems = run.problem_set.select_related("source_file").order_by("source_file", "offset")[
+        :PROBLEMS_SHOWN
+    ]
+    return render(request, "investigations/run_detail.html", {"run": run, "problems": problems})
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def upload(request: HttpRequest) -> HttpResponse:
+    """An investigator's log file: streamed to disk and hashed as it arrives (settings
+    FILE_UPLOAD_HANDLERS), then ingested in the background; its page shows the progress."""
+    from ingest.uploads import upload_store
+
+    form = UploadForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        source, _ = upload_store(
+            uploaded=form.cleaned_data["file"],
+            server=form.cleaned_data["server"],
+            timezone=form.cleaned_data["timezone"],
+            fmt=form.cleaned_data["format"],
+            queue=_queue,
+        )
+        return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
+    return render(request, "investigations/upload.html", {"form": form})

@@ -1,0 +1,100 @@
+"""REST API for sources and their runs: validation by ingest.sources.SourceForm (as the pages),
+runs started by ingest.pipeline.source_ingest_now (as the pages)."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.decorators import api_view
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ingest.models import IngestRun, Source
+from ingest.pipeline import redact_dsn, source_ingest_now
+from ingest.sources import SourceForm, source_health
+from ingest.tasks import ingest_source_task
+
+
+class HealthSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    state = serializers.ChoiceField(choices=["ok", "unhealthy", "waiting", "off"])
+    reasons = serializers.ListField(child=serializers.CharField())
+    logging_off_event = serializers.IntegerField(allow_null=True)
+
+
+class SourceSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    dsn = serializers.SerializerMethodField()
+    health = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Source
+        fields = [
+            "id", "name", "kind", "path", "dsn", "password_env", "format", "server", "timezone",
+            "interval_seconds", "quiet_seconds", "enabled", "health", "last_polled_at", "last_data_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_dsn(self, source: Source) -> str:
+        return redact_dsn(source.dsn) if source.dsn else ""  # never a password
+
+    @extend_schema_field(HealthSerializer)
+    def get_health(self, source: Source) -> dict[str, object]:
+        return source_health(source).as_dict()
+
+
+class IngestRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    rate = serializers.FloatField(read_only=True, allow_null=True)
+    eta_seconds = serializers.FloatField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = IngestRun
+        fields = [
+            "id", "source", "status", "started_at", "finished_at", "bytes_read", "bytes_total",
+            "events_seen", "events_stored", "problems", "error", "rate", "eta_seconds",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+def _form_errors(form: SourceForm) -> ValidationError:
+    return ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})
+
+
+@extend_schema(request=SourceSerializer, responses=SourceSerializer(many=True), summary="Sources")
+@api_view(["GET", "POST"])
+def source_list(request: Request) -> Response:
+    if request.method == "POST":
+        form = SourceForm(request.data)
+        if not form.is_valid():
+            raise _form_errors(form)
+        source = form.save()
+        return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
+    return Response(SourceSerializer(Source.objects.order_by("name"), many=True).data)
+
+
+@extend_schema(request=SourceSerializer, responses=SourceSerializer, summary="One source")
+@api_view(["GET", "PATCH"])
+def source_detail(request: Request, source_id: int) -> Response:
+    source = get_object_or_404(Source, pk=source_id)
+    if request.method == "PATCH":
+        data = {name: getattr(source, name) for name in SourceForm.Meta.fields}
+        data.update(request.data.items())
+        form = SourceForm(data, instance=source)
+        if not form.is_valid():
+            raise _form_errors(form)
+        source = form.save()
+    return Response(SourceSerializer(source).data)
+
+
+@extend_schema(request=None, responses={202: IngestRunSerializer}, summary="Ingest what is new now")
+@api_view(["POST"])
+def source_ingest(request: Request, source_id: int) -> Response:
+    source = get_object_or_404(Source, pk=source_id)
+    run = source_ingest_now(source, lambda s, r: ingest_source_task.delay(s, r))
+    return Response(IngestRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+
+@extend_schema(responses=IngestRunSerializer, summary="An ingest run and its progress")
+@api_view(["GET"])
+def ingest_run_detail(request: Request, run_id: int) -> Response:
+    return Response(IngestRunSerializer(get_object_or_404(IngestRun, pk=run_id)).data)
