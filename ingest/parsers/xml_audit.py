@@ -53,6 +53,8 @@ MAX_RECORD_BYTES = 16 << 20
 _OPEN = b"<AUDIT_RECORD"
 _CLOSE = b"</AUDIT_RECORD>"
 _TAG_STRUCTURE = re.compile(rb'[">]')  # what matters inside a tag: quotes, and its end
+# The rest of a tag up to its `>`, quoted values skipped (possessive: it never backtracks).
+_TAG_REST = re.compile(rb'(?:[^">]++|"[^"]*+")*+>')
 # What may stand between records: the XML declaration, the <AUDIT> element's tags, space.
 _ENVELOPE = re.compile(rb"(?:\s+|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*")
 # Characters XML 1.0 forbids (C0 controls but tab, newline, carriage return).
@@ -150,17 +152,26 @@ class _Scanner:
         if self.mode == b"new":
             end = data.find(_CLOSE, pos)
             return end + len(_CLOSE) if end >= 0 else -1
+        if not self.in_quote:
+            # Common case: the tag ends on this line. One match finds its `>` past the quotes.
+            m = _TAG_REST.match(data, pos)
+            if m is not None:
+                return self._tag_end(data, pos, m.end() - 1)
         for m in _TAG_STRUCTURE.finditer(data, pos):
             i = m.start()
             if data[i] == 0x22:  # "
                 self.in_quote = not self.in_quote
-            elif not self.in_quote:  # > ends the tag: "/>" alone, or the start of a body
-                if data[i - 1 : i] == b"/" or (i == pos and self.record and self.record[-1:] == b"/"):
-                    return i + 1
-                self.mode = b"new"  # <AUDIT_RECORD attr="..."> with children after all
-                end = data.find(_CLOSE, i)
-                return end + len(_CLOSE) if end >= 0 else -1
+            elif not self.in_quote:
+                return self._tag_end(data, pos, i)
         return -1
+
+    def _tag_end(self, data: bytes, pos: int, i: int) -> int:
+        """The OLD layout's tag ends at data[i] (`>`): `/>` ends the record, else a body follows."""
+        if data[i - 1 : i] == b"/" or (i == pos and self.record and self.record[-1:] == b"/"):
+            return i + 1
+        self.mode = b"new"  # <AUDIT_RECORD attr="..."> with children after all
+        end = data.find(_CLOSE, i)
+        return end + len(_CLOSE) if end >= 0 else -1
 
     def _between(self, data: bytes, pos: int) -> None:
         if not data:
@@ -255,7 +266,7 @@ def _fast_fields(raw: bytes) -> dict[str, str] | None:
     skeleton = _VALUE.join(parts[0::2])
     if not _SKELETON.fullmatch(skeleton):
         return None
-    names = [name.upper() for name in _NAME.findall(skeleton)]
+    names = _NAME.findall(skeleton.upper())  # (the skeleton holds no value: \x00 stands for each)
     values = parts[1::2]
     fields = dict(zip(names, values, strict=True))
     if len(fields) != len(names):
