@@ -18,7 +18,8 @@ RUN useradd --system --user-group --uid 10001 --home-dir /app --shell /usr/sbin/
 COPY . .
 # Static files are collected at build time, with a throw-away key (settings insist on one).
 RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --no-input \
-    && chown -R auditweb:auditweb /app/staticfiles
+    && chown -R auditweb:auditweb /app/staticfiles \
+    && mkdir -p /var/lib/auditweb/uploads && chown -R auditweb:auditweb /var/lib/auditweb
 
 USER auditweb
 EXPOSE 8000
