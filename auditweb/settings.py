@@ -196,10 +196,9 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # Uploaded log files: streamed here as they arrive (never held in memory), kept as evidence.
 UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(BASE_DIR / ".devdata" / "uploads")))
-# Files uploaded stream to a temporary file beside UPLOAD_DIR (so keeping one is a rename),
+# Files uploaded stream to a temporary file in UPLOAD_DIR (so keeping one is a rename),
 # hashed on the way; none is ever held in memory.
 FILE_UPLOAD_HANDLERS = ["ingest.uploads.HashingUploadHandler"]
-FILE_UPLOAD_TEMP_DIR = str(UPLOAD_DIR)
 # How many months of event partitions to keep created ahead of today.
 EVENT_PARTITIONS_AHEAD = env_int("EVENT_PARTITIONS_AHEAD", 3)
 

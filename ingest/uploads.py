@@ -5,17 +5,27 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
 from django.conf import settings
-from django.core.files.uploadedfile import TemporaryUploadedFile
+from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
 from django.db import transaction
 
 from ingest.checkpoints import find_candidates
 from ingest.models import IngestRun, Source, SourceFile
 from ingest.pipeline import source_ingest_now
+
+
+class _UploadInUploadDir(TemporaryUploadedFile):
+    """A temporary upload in UPLOAD_DIR itself, so that keeping it is a rename."""
+
+    def __init__(self, name: str, content_type: str, size: int, charset: str | None, extra: object) -> None:
+        settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
+        file = tempfile.NamedTemporaryFile(suffix=".upload", dir=settings.UPLOAD_DIR)  # noqa: SIM115
+        UploadedFile.__init__(self, file, name, content_type, size, charset, extra)  # type: ignore[arg-type]
 
 
 class HashingUploadHandler(FileUploadHandler):
@@ -52,7 +62,7 @@ def upload_store(
     target_dir.mkdir(parents=True)
     name = os.path.basename(uploaded.name or "upload.log") or "upload.log"
     target = target_dir / name
-    os.replace(uploaded.temporary_file_path(), target)  # same file system: FILE_UPLOAD_TEMP_DIR
+    os.replace(uploaded.temporary_file_path(), target)  # same folder tree: a rename
     os.chmod(target, 0o440)
     errors: list[str] = []
     (candidate,) = find_candidates(str(target), errors)

@@ -94,7 +94,6 @@ def test_an_investigator_uploads_a_gzipped_log_through_the_form(
     investigator_client, tmp_path: Path, settings, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     settings.UPLOAD_DIR = tmp_path / "uploads"
-    settings.FILE_UPLOAD_TEMP_DIR = str(settings.UPLOAD_DIR)
     log = tmp_path / "made.log"
     GeneralLogWriter(log).write(400)
     body = gzip.compress(log.read_bytes())
