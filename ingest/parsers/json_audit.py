@@ -52,6 +52,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
 
@@ -112,7 +114,7 @@ class _Scanner:
                 # Fast path: the line is one object (json.loads checks that it is exactly one).
                 lead = len(data) - len(data.lstrip())
                 try:
-                    value = json.loads(stripped)
+                    value = _loads(stripped)
                 except (ValueError, RecursionError):
                     value = None
                 if isinstance(value, dict):
@@ -230,10 +232,21 @@ def _is_whole_record(body: bytes) -> bool:
     if stripped[-1:] != b"}" or len(stripped) > MAX_OBJECT_BYTES:
         return False
     try:
-        value = json.loads(stripped)
+        value = _loads(stripped)
     except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and _layout(value) is not None
+
+
+def _loads(data: bytes) -> Any:
+    """The JSON value of `data`: orjson (about 4x the standard library's speed) reads what is
+    valid UTF-8 within its limits; anything it refuses is read again by the standard library,
+    which accepts a little more (NaN, lone surrogate escapes, integers over 64 bits, UTF-16)
+    and words the errors that problems keep."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def _split_lines(chunk: bytes) -> list[bytes]:
@@ -247,7 +260,7 @@ def _split_lines(chunk: bytes) -> list[bytes]:
 
 def _parse_object(raw: bytes, offset: int, line: int) -> Item:
     try:
-        value = json.loads(raw)
+        value = _loads(raw)
     except RecursionError:
         return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], "JSON nested too deeply to read")
     except ValueError as error:
