@@ -102,6 +102,9 @@ def _session_row(s: SessionInfo) -> tuple[object, ...]:
     )  # fmt: skip
 
 
+_FORMATTED_CACHE_SIZE = 50_000  # entries in each of RowFormatter's caches
+
+
 class RowFormatter:
     """Turns events into COPY lines. Pure: no database; session ids come from their keys."""
 
@@ -110,13 +113,15 @@ class RowFormatter:
         self._source_file_id = str(source_file_id)
         # Formatted COPY fields, by what they were formatted from (see _row).
         self._who: dict[tuple[object, ...], str] = {}
-        self._arrays: dict[tuple[str, ...], str] = {}
-        self._flag_arrays: dict[frozenset[str], str] = {}
+        self._what: dict[tuple[object, ...], tuple[str, str, str]] = {}
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
         self._last_iso: str | None = None
 
     def format(self, events: Sequence[Event]) -> FormattedBatch:
+        for cache in (self._who, self._what, self._session_ids):
+            if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
+                cache.clear()
         sessions = {e.session.key: e.session for e in events}
         return FormattedBatch(
             rows=[self._row(e) for e in events],
@@ -127,16 +132,17 @@ class RowFormatter:
     def _row(self, e: Event) -> str:
         """One line of PostgreSQL's text COPY format for the event (see _copy_text).
 
-        The columns that repeat from one event to the next (who, where, which session;
-        the tables and flags) are formatted once and looked up after that.
+        The columns that repeat from one event to the next are formatted once and looked up
+        after that: who and where (server ... command), what the statement is (type, tables,
+        destructive, flags, fingerprint), the status and the session id.
         """
         sql = e.sql if len(e.sql) <= MAX_SQL_CHARS else e.sql[:MAX_SQL_CHARS]
         flags = e.flags | {"sql_truncated"} if sql is not e.sql else e.flags
         occurred = e.occurred_at
         if occurred is None:
-            when = None
+            when = NULL
         elif occurred is self._last_time:  # the tracker hands consecutive records one object
-            when = self._last_iso
+            when = self._last_iso  # type: ignore[assignment]
         else:
             when = self._last_iso = occurred.isoformat()
             self._last_time = occurred
@@ -144,40 +150,35 @@ class RowFormatter:
         who = self._who.get(key)
         if who is None:
             who = self._who[key] = self._format_who(e)
-        tables = self._arrays.get(e.tables) if isinstance(e.tables, tuple) else None
-        if tables is None:
-            tables = _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in e.tables)  # type: ignore[misc]
-            if isinstance(e.tables, tuple):
-                self._arrays[e.tables] = tables
-        flag_key = frozenset(flags)
-        flag_text = self._flag_arrays.get(flag_key)
-        if flag_text is None:
-            flag_text = self._flag_arrays[flag_key] = _copy_array(sorted(flags))
-        fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
+        tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
+        what_key = (e.statement_type, tables, e.destructive, frozenset(flags), e.fingerprint, e.status)
+        what = self._what.get(what_key)
+        if what is None:
+            what = self._what[what_key] = self._format_what(e, tables, flags)
+        session_id = self._session_ids.get(e.session.key)
+        if session_id is None:
+            session_id = self._session_ids[e.session.key] = str(session_id_of(e.session.key))
+        rows = NULL if e.rows_affected is None else str(e.rows_affected)
+        record_hash = e.record_hash(None if when is NULL else when).hex()
         return (
-            "\t".join(
-                (
-                    NULL if when is None else when,
-                    who,
-                    _copy_text(_bounded(e.statement_type, 60)),
-                    tables,
-                    "t" if e.destructive else "f",
-                    flag_text,
-                    _copy_text(sql),
-                    _copy_text(fingerprint),
-                    NULL if e.rows_affected is None else str(e.rows_affected),
-                    _copy_text(_bounded(e.status, 40)),
-                    "\\\\x" + e.raw.hex(),
-                    str(e.line),
-                    str(e.offset),
-                    "\\\\x" + e.record_hash(when).hex(),
-                    self._run_id,
-                    self._session_id(e.session.key),
-                    self._source_file_id,
-                )
-            )
-            + "\n"
+            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t\\\\x{e.raw.hex()}"
+            f"\t{e.line}\t{e.offset}\t\\\\x{record_hash}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
         )
+
+    @staticmethod
+    def _format_what(e: Event, tables: tuple[str, ...], flags: set[str]) -> tuple[str, str, str]:
+        """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
+        (statement_type ... flags), fingerprint, status."""
+        fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
+        head = "\t".join(
+            (
+                _copy_text(_bounded(e.statement_type, 60)),
+                _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in tables),  # type: ignore[misc]
+                "t" if e.destructive else "f",
+                _copy_array(sorted(flags)),
+            )
+        )
+        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40))
 
     @staticmethod
     def _format_who(e: Event) -> str:
@@ -192,12 +193,6 @@ class RowFormatter:
                 _copy_text(_bounded(e.command, 40)),
             )
         )
-
-    def _session_id(self, key: str) -> str:
-        text = self._session_ids.get(key)
-        if text is None:
-            text = self._session_ids[key] = str(session_id_of(key))
-        return text
 
 
 class EventWriter:
