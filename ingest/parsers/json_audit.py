@@ -50,6 +50,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -447,6 +448,32 @@ def _percona(r: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord
 _CONNECTION_EVENTS = {"connect": "Connect", "disconnect": "Quit", "change_user": "Change user"}
 
 
+# Records repeat their connection's account and their second's time: each is read once.
+@lru_cache(maxsize=4096)
+def _enterprise_who(
+    login_user: str | None, account_user: str | None, account_host: str | None, login_ip: str | None
+) -> tuple[str | None, ...]:
+    """(user, account, host, ip, account host pattern) of a MySQL Enterprise record.
+
+    `login.user` is the name the client gave, `account` the account the server matched
+    (CURRENT_USER()): the user is the given name, as in every other format, the account
+    beside it. The account's host is a pattern: a wildcard ('%', a netmask) is no host.
+    """
+    user, login_account, host, ip = _who(login_user or account_user, account_host, login_ip)
+    account = login_account or _who(account_user, None, None)[0]
+    if host is not None and ("%" in host or "/" in host):
+        return user, account, None, ip, host
+    return user, account, host, ip, None
+
+
+@lru_cache(maxsize=256)
+def _enterprise_time(stamp: str) -> datetime | None:
+    when = parse_time(stamp)
+    if when is not None and when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)  # these servers write UTC without saying so
+    return when
+
+
 def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
     """MySQL Enterprise Audit and audit_log_filter: `class` and `event` name the kind, and a
     `<class>_data` block holds its details. Blocks are read where they stand, whatever the
@@ -493,33 +520,30 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         _keep(extra, v.get("startup_data"), _SERVER_FIELDS)
         _keep(extra, v.get("shutdown_data"), _SERVER_FIELDS)
     _keep(extra, v.get("query_statistics"), _STATISTICS)
-    # `login.user` is the name the client gave, `account` the account the server matched
-    # (CURRENT_USER()): the user is the given name, as in every other format, the account
-    # beside it. The account's host is a pattern: a wildcard ('%', a netmask) is no host.
-    user, login_account, host, ip = _who(
-        _text(login.get("user")) or _text(account.get("user")),
+    user, account_name, host, ip, account_host = _enterprise_who(
+        _text(login.get("user")),
+        _text(account.get("user")),
         _text(account.get("host")),
         _text(login.get("ip")),
     )
-    account_user = _who(_text(account.get("user")), None, None)[0]
-    _put(extra, "account", login_account or account_user)
-    if host is not None and ("%" in host or "/" in host):
-        extra["account_host"] = host
-        host = None
-    _put(extra, "os_login", login.get("os"))
-    _put(extra, "proxy_user", login.get("proxy"))
+    if account_name:
+        extra["account"] = account_name
+    if account_host:
+        extra["account_host"] = account_host
+    if login:
+        _put(extra, "os_login", login.get("os"))
+        _put(extra, "proxy_user", login.get("proxy"))
     stamp = _text(v.get("timestamp"))
-    when = parse_time(stamp) if stamp else None
-    if when is not None and when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)  # these servers write UTC without saying so
+    when = _enterprise_time(stamp) if stamp else None
     if stamp and when is None:
         extra["invalid_time"] = stamp
+    connection_id = v.get("connection_id")
     return LogRecord(
         line=line,
         offset=offset,
         raw=raw,
         occurred_at=when,
-        connection_id=to_int(_text(v.get("connection_id"))),
+        connection_id=connection_id if type(connection_id) is int else to_int(_text(connection_id)),
         command=command,
         argument=sql,
         user=user,
