@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
@@ -284,6 +285,20 @@ def _fast_fields(raw: bytes) -> dict[str, str] | None:
     return fields
 
 
+@lru_cache(maxsize=4096)  # records repeat their connection's account: each is read once
+def _who(user_field: str, priv_user: str, host_field: str, ip_field: str) -> tuple[str | None, ...]:
+    """(user, account, host, ip): USER is a bare name (Connect records, with PRIV_USER the
+    account) or `priv_user[user] @ host [ip]`; HOST and IP, where given, come first."""
+    user_field = user_field.strip()
+    split = parse_user_host(user_field) if user_field else None
+    split = split if split and any(split) else None
+    account = priv_user.strip() or (split.account if split else None)
+    user = (split.user if split else user_field) or account
+    host = host_field.strip() or (split.host if split else None)
+    ip = ip_field.strip() or (split.ip if split else None)
+    return user or None, account, host or None, ip or None
+
+
 def _record(raw: bytes, offset: int, line: int) -> Item:
     try:
         fast = _fast_fields(raw)
@@ -291,21 +306,17 @@ def _record(raw: bytes, offset: int, line: int) -> Item:
     except (ET.ParseError, ValueError) as error:
         return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not a readable audit record: {error}")
     name = fields.get("NAME", "").strip()
-    user_field = fields.get("USER", "").strip()
-    split = parse_user_host(user_field) if user_field else None
-    split = split if split and any(split) else None
-    account = fields.get("PRIV_USER", "").strip() or (split.account if split else None)
-    user = (split.user if split else user_field) or account
-    host = fields.get("HOST", "").strip() or (split.host if split else None)
-    ip = fields.get("IP", "").strip() or (split.ip if split else None)
-    status = outcome(fields.get("STATUS"))  # a refused Connect keeps its code (e.g. 1045)
+    get = fields.get
+    user, account, host, ip = _who(get("USER", ""), get("PRIV_USER", ""), get("HOST", ""), get("IP", ""))
+    status = outcome(get("STATUS"))  # a refused Connect keeps its code (e.g. 1045)
     extra = {key.lower(): value for key, value in fields.items() if key not in _NOT_EXTRA and value}
     extra["layout"] = "xml"
     if account:
         extra["account"] = account
-    for key in ("program_name", "_os", "_client_name", "_pid"):
-        if attributes.get(key):
-            extra[f"attr{key}" if key.startswith("_") else key] = attributes[key]
+    if attributes:
+        for key in ("program_name", "_os", "_client_name", "_pid"):
+            if attributes.get(key):
+                extra[f"attr{key}" if key.startswith("_") else key] = attributes[key]
     when_text = fields.get("TIMESTAMP", "")
     when = parse_time(when_text) if when_text else None
     if when_text and when is None:
