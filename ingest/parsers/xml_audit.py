@@ -58,6 +58,19 @@ _TAG_STRUCTURE = re.compile(rb'[">]')  # what matters inside a tag: quotes, and 
 _TAG_REST = re.compile(rb'(?:[^">]++|"[^"]*+")*+>')
 # What may stand between records: the XML declaration, the <AUDIT> element's tags, space.
 _ENVELOPE = re.compile(rb"(?:\s+|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*")
+# A line that is one whole OLD-layout record: `<AUDIT_RECORD name="value" .../>` and space
+# around it. Values hold no `<`, `"` or control byte XML forbids; whatever else goes to
+# the scanner below, which reads (or reports) it the long way. The servers write names in
+# upper case; any other case goes the long way too (where names are upper-cased).
+_WHOLE_OLD_LINE = re.compile(
+    rb"""[ \t]*
+    (<AUDIT_RECORD
+      ((?:[ \t]+[A-Z_][A-Z0-9_.-]*[ \t]*=[ \t]*"[^"<\x00-\x08\x0b\x0c\x0e-\x1f]*")*)  # the attributes
+    [ \t]*/>)
+    [ \t]*\r?\n?""",
+    re.VERBOSE,
+)
+_ATTRIBUTE = re.compile(r'([A-Z_][A-Z0-9_.-]*)[ \t]*=[ \t]*"([^"]*)"')
 # Characters XML 1.0 forbids (C0 controls but tab, newline, carriage return).
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # NAMEs that are the general log's commands under the same name.
@@ -84,8 +97,14 @@ class _Scanner:
         self.garbage_size = 0
 
     def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
+        whole = _WHOLE_OLD_LINE.fullmatch
         for raw_line in lines:
-            yield from self._line(raw_line)
+            m = whole(raw_line) if self.record is None and not self.garbage else None
+            if m is not None:
+                # Common case: the line is one OLD-layout record and nothing else.
+                yield _record(m[1], self.offset + m.start(1), self.line, _old_fields(m[2]))
+            else:
+                yield from self._line(raw_line)
             self.offset += len(raw_line)
             self.line += 1
 
@@ -273,15 +292,22 @@ def _fast_fields(raw: bytes) -> dict[str, str] | None:
     if len(fields) != len(names):
         return None  # a duplicate attribute: not well-formed
     if "&" in text or "\t" in text or "\n" in text or "\r" in text:
-        for name, value in zip(names, values, strict=True):
-            if "\t" in value or "\n" in value or "\r" in value:
-                value = value.translate(_WHITESPACE)
-            if "&" in value:
-                unescaped = _ENTITY.sub(_entity, value)
-                if "&" in _ENTITY.sub("", value):
-                    return None  # an entity we do not know: ElementTree will say
-                value = unescaped
-            fields[name] = value
+        return _normalised(fields)
+    return fields
+
+
+def _normalised(fields: dict[str, str]) -> dict[str, str] | None:
+    """Attribute values as XML reads them: white space as spaces, entities replaced; None
+    when a value holds an entity we do not know (ElementTree will say why)."""
+    for name, value in fields.items():
+        if "\t" in value or "\n" in value or "\r" in value:
+            value = value.translate(_WHITESPACE)
+        if "&" in value:
+            unescaped = _ENTITY.sub(_entity, value)
+            if "&" in _ENTITY.sub("", value):
+                return None
+            value = unescaped
+        fields[name] = value
     return fields
 
 
@@ -299,10 +325,27 @@ def _who(user_field: str, priv_user: str, host_field: str, ip_field: str) -> tup
     return user or None, account, host or None, ip or None
 
 
-def _record(raw: bytes, offset: int, line: int) -> Item:
+def _old_fields(attributes: bytes) -> dict[str, str] | None:
+    """The attributes of a one-line OLD record (`_WHOLE_OLD_LINE`), or None to read it the long way."""
     try:
-        fast = _fast_fields(raw)
-        fields, attributes = (fast, {}) if fast is not None else _fields(_element(raw))
+        pairs = _ATTRIBUTE.findall(attributes.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    fields = dict(pairs)
+    if len(fields) != len(pairs):
+        return None  # a duplicate attribute: not well-formed, ElementTree will say
+    if b"&" in attributes or b"\t" in attributes:
+        return _normalised(fields)
+    return fields
+
+
+def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = None) -> Item:
+    attributes: dict[str, str] = {}
+    try:
+        if fields is None:
+            fields = _fast_fields(raw)
+        if fields is None:
+            fields, attributes = _fields(_element(raw))
     except (ET.ParseError, ValueError) as error:
         return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not a readable audit record: {error}")
     name = fields.get("NAME", "").strip()

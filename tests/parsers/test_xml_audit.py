@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import random
+import re
 import tracemalloc
 from datetime import UTC, datetime
 
 import pytest
 
+from ingest.parsers import xml_audit
 from ingest.parsers.records import LogRecord, Problem
 from ingest.parsers.xml_audit import MAX_RECORD_BYTES, parse_xml_audit, recognise
 
@@ -383,3 +385,60 @@ def test_the_attribute_fast_path_reads_exactly_what_elementtree_reads() -> None:
         b"<AUDIT_RECORD><NAME>x</NAME>",
     ):
         assert _fast_fields(raw) is None
+
+
+def test_a_line_that_is_one_record_reads_exactly_as_the_scanner_reads_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """One-line OLD records take a shortcut past the scanner: same records, same positions."""
+    rng = random.Random(11)
+    pieces = [
+        "a",
+        " ",
+        "\t",
+        "&lt;",
+        "&amp;",
+        "&quot;",
+        "&#10;",
+        "é",
+        "'",
+        "/>",
+        "\\",
+        "&bogus;",
+        "<",
+        "\x01",
+    ]
+    lines = [b'<?xml version="1.0" encoding="utf-8"?>\n', b"<AUDIT>\n"]
+    for n in range(300):
+        value = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        name = rng.choice(["NAME", "name", "Name"])
+        lead = rng.choice(["", "  ", "\t"])
+        end = rng.choice(["\n", "\r\n", " \n", ""])
+        lines.append(
+            f'{lead}<AUDIT_RECORD {name}="Query" RECORD="{n}" CONNECTION_ID="{n % 7}" '
+            f'USER="u[u] @ h [1.2.3.4]" SQLTEXT="{value}"/>{end}'.encode()
+        )
+        if rng.random() < 0.05:
+            lines.append(b"stray bytes\n")
+    lines.append(b"</AUDIT>\n")
+    shortcut = list(parse_xml_audit(lines))
+    monkeypatch.setattr(xml_audit, "_WHOLE_OLD_LINE", re.compile(b"(?!)"))  # no line takes it
+    scanner = list(parse_xml_audit(lines))
+    assert [_comparable(item) for item in shortcut] == [_comparable(item) for item in scanner]
+    assert sum(isinstance(item, LogRecord) for item in shortcut) > 100
+    assert any(isinstance(item, Problem) for item in shortcut)
+
+
+def _comparable(item: object) -> object:
+    if isinstance(item, Problem):
+        return ("problem", item.line, item.offset, item.raw, item.reason)
+    assert isinstance(item, LogRecord)
+    return (
+        item.line,
+        item.offset,
+        item.raw,
+        item.command,
+        item.argument,
+        item.user,
+        item.host,
+        item.ip,
+        item.extra,
+    )
