@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 
 def session_id_of(key: str) -> int:
@@ -41,6 +42,9 @@ class SessionInfo:
     autocommit: bool = True
     explicit: bool = False
     pending: list[tuple[bytes, datetime | None]] = field(default_factory=list)
+    # SQL-level prepared statements of the session (PREPARE name FROM '...'), by lower-case
+    # name: [destructive, tables, flags] of the statement text (see normalize._prepared).
+    statements: dict[str, list[Any]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 from ingest.events import Event, FlagCorrection, Gap, SessionInfo
 from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, use_database
+from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
 from ingest.sql.routines import called_procedure, dropped_procedure, procedure_definition
 
 # Commands whose argument is a statement the server ran (or prepared).
@@ -96,6 +97,7 @@ class SessionTracker:
                     "autocommit": s.autocommit,
                     "explicit": s.explicit,
                     "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
+                    "statements": s.statements,
                 }
                 for s in self.connections.values()
             ],
@@ -136,6 +138,7 @@ class SessionTracker:
                     (bytes.fromhex(h), datetime.fromisoformat(t) if t else None)
                     for h, t in c.get("pending", [])
                 ],
+                statements=dict(c.get("statements", {})),
             )
 
     # -- the stage -----------------------------------------------------------
@@ -374,6 +377,43 @@ def _routine(event: Event, routines: dict[str, list[Any]]) -> None:
             event.tables = tuple(dict.fromkeys([*event.tables, *tables]))
 
 
+_PREPARED_TYPES = frozenset({"PREPARE", "EXECUTE", "DEALLOCATE PREPARE"})
+
+
+def _prepared(event: Event) -> None:
+    """SQL PREPARE / EXECUTE / DEALLOCATE PREPARE: the session remembers what it prepared, and
+    an EXECUTE does what its PREPARE says (destructive, tables, flags), flagged `prepared`.
+
+    The audit logs show only the EXECUTE; the general log also writes the statement run as an
+    `Execute` record, which is classified on its own text. An EXECUTE whose PREPARE is not in
+    the logs (or was `FROM @variable`) stays `prepared` with nothing more known.
+    """
+    statements = event.session.statements
+    ok = "failed" not in event.flags
+    if event.statement_type == "DEALLOCATE PREPARE":
+        name = deallocated_name(event.sql)
+        if name and ok:
+            statements.pop(name, None)
+        return
+    event.flags.add("prepared")
+    if event.statement_type == "PREPARE":
+        found = prepared_text(event.sql)
+        if found and ok:
+            name, text = found
+            statements.pop(name, None)  # a PREPARE of a known name replaces it
+            if text is not None:
+                c = classify(text, event.database)
+                statements[name] = [c.destructive, list(c.tables), sorted(c.flags)]
+        return
+    name = executed_name(event.sql)
+    known = statements.get(name) if name else None
+    if known:
+        destructive, tables, flags = known
+        event.destructive = event.destructive or destructive
+        event.tables = tuple(dict.fromkeys([*event.tables, *tables]))
+        event.flags.update(flags)
+
+
 def classify_events(
     items: Iterable[Event | Problem],
     routines: dict[str, list[Any]] | None = None,
@@ -403,6 +443,8 @@ def classify_events(
                     item.flags.add("prepared")
                 if routines is not None and item.statement_type in _ROUTINE_TYPES:
                     _routine(item, routines)
+                if item.command == "Query" and item.statement_type in _PREPARED_TYPES:
+                    _prepared(item)
         yield item
         if isinstance(item, Event):
             correction = _transactions(item)
