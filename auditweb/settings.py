@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "investigations.middleware.ContentSecurityPolicyMiddleware",
+    "investigations.middleware.TimezoneMiddleware",
 ]
 
 ROOT_URLCONF = "auditweb.urls"
@@ -125,7 +126,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
-LOGIN_REDIRECT_URL = "events"
+LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
 LANGUAGE_CODE = "en-us"
@@ -183,11 +184,15 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
 # Seconds between beat's looks for sources due to be polled (each has its own interval).
 INGEST_POLL_SECONDS = env_int("INGEST_POLL_SECONDS", 5)
+# Seconds between beat's looks at the sources' health (alerts when it changes).
+HEALTH_CHECK_SECONDS = env_int("HEALTH_CHECK_SECONDS", 30)
 CELERY_BEAT_SCHEDULE = {
     # Monthly partitions of the event table exist before events for them arrive.
     "create-event-partitions": {"task": "ingest.tasks.create_event_partitions", "schedule": 6 * 3600},
     # Sources whose interval has passed are queued for an incremental ingest.
     "poll-sources": {"task": "ingest.tasks.poll_sources", "schedule": INGEST_POLL_SECONDS},
+    # Sources whose health changed (silent, vanished, refused...) raise an alert for the SIEM.
+    "check-health": {"task": "ingest.tasks.check_health", "schedule": HEALTH_CHECK_SECONDS},
 }
 
 # Events per COPY batch (one transaction each): bigger is faster, smaller loses less on a crash.

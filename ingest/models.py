@@ -62,6 +62,8 @@ class Source(models.Model):
     last_polled_at = models.DateTimeField(null=True, blank=True)
     last_data_at = models.DateTimeField(null=True, blank=True, help_text="When new bytes or rows last came")
     last_error = models.TextField(blank=True, help_text="Why the last poll could not read (empty: it could)")
+    # The troubles last reported in an alert (empty: healthy), so a lasting trouble is one alert.
+    health_alerted = models.CharField(max_length=200, blank=True, default="")
 
     def __str__(self) -> str:
         return self.name
@@ -292,3 +294,31 @@ class Gap(models.Model):
 
     def __str__(self) -> str:
         return f"{self.server}: {self.get_reason_display()} from {self.started_at} to {self.ended_at}"
+
+
+class Alert(models.Model):
+    """What a SIEM is told: a destructive, anti-forensic or privilege-changing event, or a source
+    that became unhealthy. Served in the order it became visible (see `ingest.alerts`)."""
+
+    class Kind(models.TextChoices):
+        ANTI_FORENSIC = "anti_forensic", "anti-forensic statement"
+        PRIVILEGE_CHANGE = "privilege_change", "privilege change"
+        DESTRUCTIVE = "destructive", "destructive statement"
+        SOURCE_HEALTH = "source_health", "source unhealthy"
+
+    # The feed's order and cursor. A trigger (migration 0010) numbers each new alert while its
+    # transaction holds one lock until it commits: alerts become visible in this order.
+    position = models.BigIntegerField(unique=True, db_default=0, editable=False)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    server = models.CharField(max_length=200)
+    occurred_at = models.DateTimeField(null=True, help_text="The event's time, or when the trouble was found")
+    created_at = models.DateTimeField(default=timezone.now)
+    # Events are partitioned (their key is (id, occurred_at)): the id is kept without a constraint.
+    event = models.OneToOneField(
+        Event, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="alert"
+    )
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, null=True, related_name="alerts")
+    reason = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} on {self.server}"

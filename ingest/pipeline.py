@@ -42,6 +42,7 @@ from ingest.parsers.json_audit import parse_json_audit
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem, ServerStart
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
+from ingest.sources import check_sources_health
 from ingest.store import EventWriter
 
 log = logging.getLogger(__name__)
@@ -693,6 +694,7 @@ def ingest_source(source_id: int, *, run_id: int | None = None) -> IngestRun | N
                 run = _ingest_file_source(source, run)
         finally:
             Source.objects.filter(pk=source.pk).update(last_polled_at=timezone.now())
+            check_sources_health([Source.objects.get(pk=source.pk)])  # a run may fail, or heal it
     return run
 
 

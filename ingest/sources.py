@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
@@ -92,6 +93,9 @@ class Health:
 
     state: str
     reasons: list[str] = field(default_factory=list)
+    # What kind of trouble each reason is, without its figures: vanished, unreadable, refused
+    # (the last poll's error), failed, silent. An alert is raised when these change.
+    kinds: list[str] = field(default_factory=list)
     # The statement that switched logging off, when the logs read show it (an Event id).
     logging_off_event: int | None = None
 
@@ -139,19 +143,24 @@ def source_health(source: Source, now: datetime | None = None) -> Health:
     if not source.enabled and source.kind != Source.Kind.UPLOAD:  # an upload is read once, never polled
         return Health("off")
     reasons: list[str] = []
+    kinds: list[str] = []
     if source.kind == Source.Kind.FILE:
         matches = glob.glob(source.path)
         if not matches:
             reasons.append(f"the file vanished: nothing matches {source.path}")
+            kinds.append("vanished")
         unreadable = [m for m in matches if os.path.isfile(m) and not os.access(m, os.R_OK)]
         if unreadable:
             reasons.append(f"permission denied reading {', '.join(unreadable[:3])}")
+            kinds.append("unreadable")
     if source.last_error and source.last_error not in " ".join(reasons):
         reasons.append(source.last_error)
+        kinds.append("refused")
     last_run = source.runs.exclude(status=IngestRun.Status.QUEUED).order_by("-started_at").first()
     failed = last_run is not None and last_run.status == IngestRun.Status.FAILED
     if failed and not source.last_error and not last_run.error.startswith("interrupted"):  # type: ignore[union-attr]
         reasons.append(f"the last run failed: {last_run.error}")  # type: ignore[union-attr]
+        kinds.append("failed")
     off_event = None
     if source.kind != Source.Kind.UPLOAD:
         since = source.last_data_at or source.created_at
@@ -163,8 +172,21 @@ def source_health(source: Source, now: datetime | None = None) -> Health:
             if off_event is not None:
                 reason += ": logging was switched off (see the statement that did it)"
             reasons.append(reason)
+            kinds.append("silent: logging off" if off_event is not None else "silent")
     if reasons:
-        return Health("unhealthy", reasons, off_event)
+        return Health("unhealthy", reasons, kinds, off_event)
     if source.last_polled_at is None and source.kind != Source.Kind.UPLOAD:
         return Health("waiting")
     return Health("ok")
+
+
+def check_sources_health(sources: Iterable[Source] | None = None) -> int:
+    """Look at each source's health and raise an alert where it changed; returns how many."""
+    from ingest.alerts import note_source_health
+
+    raised = 0
+    for source in sources if sources is not None else Source.objects.all():
+        health = source_health(source)
+        if note_source_health(source, health.state, health.reasons, health.kinds):
+            raised += 1
+    return raised

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
 import psycopg
 from django.db import connection, transaction
 
+from ingest.alerts import AlertKey, event_alert_kind, raise_event_alerts
 from ingest.events import Event, FlagCorrection, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
 
@@ -92,6 +93,7 @@ class FormattedBatch:
     rows: list[str]  # one COPY line per event
     sessions: list[tuple[object, ...]]  # session rows to upsert (see _session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
+    alerts: list[AlertKey] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
 
 
 def _session_row(s: SessionInfo) -> tuple[object, ...]:
@@ -113,7 +115,8 @@ class RowFormatter:
         self._source_file_id = str(source_file_id)
         # Formatted COPY fields, by what they were formatted from (see _row).
         self._who: dict[tuple[object, ...], str] = {}
-        self._what: dict[tuple[object, ...], tuple[str, str, str]] = {}
+        self._what: dict[tuple[object, ...], tuple[str, str, str, str | None]] = {}
+        self._alerts: list[AlertKey] = []
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
         self._last_iso: str | None = None
@@ -123,10 +126,12 @@ class RowFormatter:
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
         sessions = {e.session.key: e.session for e in events}
+        self._alerts = []
         return FormattedBatch(
             rows=[self._row(e) for e in events],
             sessions=[_session_row(s) for s in sessions.values()],
             months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
+            alerts=self._alerts,
         )
 
     def _row(self, e: Event) -> str:
@@ -159,16 +164,18 @@ class RowFormatter:
         if session_id is None:
             session_id = self._session_ids[e.session.key] = str(session_id_of(e.session.key))
         rows = NULL if e.rows_affected is None else str(e.rows_affected)
-        record_hash = e.record_hash(None if when is NULL else when).hex()
+        record_hash = e.record_hash(None if when is NULL else when)
+        if what[3] is not None:
+            self._alerts.append((occurred, record_hash, what[3]))
         return (
             f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t\\\\x{e.raw.hex()}"
-            f"\t{e.line}\t{e.offset}\t\\\\x{record_hash}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
+            f"\t{e.line}\t{e.offset}\t\\\\x{record_hash.hex()}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
         )
 
     @staticmethod
-    def _format_what(e: Event, tables: tuple[str, ...], flags: set[str]) -> tuple[str, str, str]:
+    def _format_what(e: Event, tables: tuple[str, ...], flags: set[str]) -> tuple[str, str, str, str | None]:
         """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
-        (statement_type ... flags), fingerprint, status."""
+        (statement_type ... flags), fingerprint, status; and the alert such a statement raises."""
         fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
         head = "\t".join(
             (
@@ -178,7 +185,8 @@ class RowFormatter:
                 _copy_array(sorted(flags)),
             )
         )
-        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40))
+        alert = event_alert_kind(e.destructive, flags)
+        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert
 
     @staticmethod
     def _format_who(e: Event) -> str:
@@ -216,6 +224,7 @@ class EventWriter:
             try:
                 with transaction.atomic():
                     self._copy("ingest_event", batch.rows)
+                raise_event_alerts(batch.alerts)
                 return len(batch.rows)
             except psycopg.errors.UniqueViolation:
                 self.slow_path = True
@@ -223,7 +232,9 @@ class EventWriter:
                 if not isinstance(e.__cause__, psycopg.errors.UniqueViolation):
                     raise
                 self.slow_path = True
-        return self._insert_new(batch.rows)
+        stored = self._insert_new(batch.rows)
+        raise_event_alerts(batch.alerts)
+        return stored
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""

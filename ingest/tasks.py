@@ -8,6 +8,7 @@ from django.conf import settings
 
 from ingest.partitions import create_partitions_ahead
 from ingest.pipeline import SourceBusy, ingest_source, poll_due_sources
+from ingest.sources import check_sources_health
 
 
 @shared_task
@@ -20,6 +21,12 @@ def create_event_partitions() -> list[str]:
 def poll_sources() -> int:
     """Beat's tick: queue an ingest of each enabled source whose interval has passed."""
     return poll_due_sources(lambda source_id: ingest_source_task.delay(source_id))
+
+
+@shared_task
+def check_health() -> int:
+    """Beat's tick: an alert for each source whose health changed (silence needs time to show)."""
+    return check_sources_health()
 
 
 @shared_task(bind=True, max_retries=None, name="ingest.tasks.ingest_source")

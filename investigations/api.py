@@ -11,8 +11,15 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ingest.alerts import BadCursor as BadAlertCursor
+from ingest.alerts import alerts_after
 from investigations.query import BadCursor, EventFilter, filter_events, keyset_page
-from investigations.serializers import EventPageSerializer, EventSerializer
+from investigations.serializers import (
+    AlertPageSerializer,
+    AlertSerializer,
+    EventPageSerializer,
+    EventSerializer,
+)
 
 API_PAGE_SIZE = 100
 API_MAX_PAGE_SIZE = 1000
@@ -87,3 +94,37 @@ def event_list(request: Request) -> Response:
         params["cursor"] = page.next_cursor
         next_url = request.build_absolute_uri(request.path + "?" + params.urlencode())
     return Response({"next": next_url, "results": EventSerializer(page.items, many=True).data})
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "after",
+            str,
+            description="The `cursor` of the last alert you saw; omit it to start from the first alert",
+        ),
+        OpenApiParameter("page_size", int, description=f"1-{API_MAX_PAGE_SIZE}, default {API_PAGE_SIZE}"),
+    ],
+    responses=AlertPageSerializer,
+    summary="Alerts in the order they were stored, for SIEM polling",
+    description=(
+        "Destructive, anti-forensic and privilege-changing events, and sources that became "
+        "unhealthy (or healthy again). Keep the `cursor` of the last alert you saw and ask for "
+        "`?after=<cursor>`: no alert is ever skipped or repeated, even while many workers ingest "
+        "at once (an alert is served once every transaction older than it has ended)."
+    ),
+)
+@api_view(["GET"])
+def alert_list(request: Request) -> Response:
+    after = request.query_params.get("after") or None
+    try:
+        page = alerts_after(after, _page_size(request.query_params))
+    except BadAlertCursor as e:
+        raise ValidationError({"after": str(e)}) from None
+    next_url = None
+    if page.more and page.next_cursor:
+        params = request.query_params.copy()
+        params["after"] = page.next_cursor
+        next_url = request.build_absolute_uri(request.path + "?" + params.urlencode())
+    results = AlertSerializer(page.items, many=True).data
+    return Response({"next": next_url, "cursor": page.next_cursor, "results": results})

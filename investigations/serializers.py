@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 from rest_framework import serializers
 
-from ingest.models import Event
+from ingest.alerts import alert_cursor
+from ingest.models import Alert, Event
 
 
 class SourcePositionSerializer(serializers.Serializer):
@@ -56,3 +57,34 @@ class EventSerializer(serializers.ModelSerializer):
 class EventPageSerializer(serializers.Serializer):
     next = serializers.URLField(allow_null=True, help_text="The following page, or null at the end")
     results = EventSerializer(many=True)
+
+
+class AlertSerializer(serializers.ModelSerializer):
+    cursor = serializers.SerializerMethodField(help_text="Give it as `after` to get the alerts that follow")
+    occurred_at = UtcDateTimeField(
+        read_only=True, allow_null=True, help_text="The event's time, or when the trouble was found (UTC)"
+    )
+    created_at = UtcDateTimeField(read_only=True, help_text="When AuditWeb raised the alert (UTC)")
+    event = EventSerializer(read_only=True, allow_null=True, help_text="The event, for event alerts")
+    source = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Alert
+        fields = ["id", "cursor", "kind", "server", "occurred_at", "created_at", "reason", "event", "source"]
+
+    def get_cursor(self, alert: Alert) -> str:
+        return alert_cursor(alert)
+
+    def get_source(self, alert: Alert) -> dict | None:
+        """The source, for source-health alerts: its id and name."""
+        if alert.source is None:
+            return None
+        return {"id": alert.source.pk, "name": alert.source.name}
+
+
+class AlertPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The following page while one is ready, else null")
+    cursor = serializers.CharField(
+        allow_null=True, help_text="Where to go on from next time (the last alert's cursor, or the one given)"
+    )
+    results = AlertSerializer(many=True)
