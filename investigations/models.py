@@ -44,3 +44,32 @@ def api_token_create(*, user: models.Model, name: str = "default") -> tuple[ApiT
         user=user, name=name, prefix=key[:TOKEN_PREFIX_LEN], key_hash=hash_token(key)
     )
     return token, key
+
+
+class TableSeen(models.Model):
+    """A table name that events mention (`Event.tables`), with how often and when: the Tables page.
+
+    Listing the names of millions of events takes a pass over all of them, so the list is kept
+    here and rebuilt in the background (`investigations.tables.tables_seen_refresh`); names in
+    events stored since the last rebuild are added on the fly by the page."""
+
+    name = models.CharField(max_length=400, unique=True)
+    events = models.BigIntegerField()
+    destructive = models.BigIntegerField(help_text="Events that could remove or overwrite its data")
+    first_at = models.DateTimeField(null=True)
+    last_at = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TableCatalogue(models.Model):
+    """The one row saying how far TableSeen is: events up to `upto_id` are counted in it."""
+
+    upto_id = models.BigIntegerField(default=0)
+    refreshed_at = models.DateTimeField(null=True)
+    # A rebuild is claimed by one conditional UPDATE of this field (only one runs at a time).
+    refreshing_since = models.DateTimeField(null=True)
+
+    def __str__(self) -> str:
+        return f"tables seen up to event {self.upto_id}"

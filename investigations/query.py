@@ -10,19 +10,31 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import django_filters
-from django.db.models import F, Q, QuerySet
+from django.db import OperationalError, connection, transaction
+from django.db.models import Count, DateTimeField, Exists, F, Func, Max, Min, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce, NullIf
+from psycopg.errors import QueryCanceled
 
-from ingest.models import Event
+from ingest.models import Event, Gap, Session
 from ingest.sql.renames import rename_pairs
 
 STATEMENT_TYPES = [
     "SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "TRUNCATE", "DROP TABLE", "DROP DATABASE",
     "DROP VIEW", "ALTER TABLE", "RENAME TABLE", "CREATE TABLE", "GRANT", "REVOKE", "SET", "CALL",
+    "LOAD DATA", "CREATE USER", "DROP USER", "ALTER USER", "SET PASSWORD", "BEGIN", "COMMIT", "ROLLBACK",
+]  # fmt: skip
+
+# Flags the pipeline sets (README "Flags on events"), offered by the explorer's form.
+FLAGS = [
+    "anti_forensic", "privilege_change", "no_where", "rolled_back", "failed", "unattributed",
+    "multi_table", "multi_statement", "routine", "prepared", "unparsed", "time_unknown", "sql_truncated",
 ]  # fmt: skip
 
 
@@ -148,7 +160,7 @@ def filter_events(params: dict | None, queryset: QuerySet[Event] | None = None) 
 
 @dataclass(frozen=True)
 class Page:
-    items: list[Event]
+    items: list
     next_cursor: str | None
 
 
@@ -156,9 +168,10 @@ class BadCursor(ValueError):
     pass
 
 
-def _encode_cursor(event: Event) -> str:
-    when = event.occurred_at.isoformat() if event.occurred_at else None
-    return base64.urlsafe_b64encode(json.dumps([when, event.id]).encode()).decode().rstrip("=")
+def _encode_cursor(row: Event | Session, field: str = "occurred_at") -> str:
+    when = getattr(row, field)
+    when = when.isoformat() if when else None
+    return base64.urlsafe_b64encode(json.dumps([when, row.id]).encode()).decode().rstrip("=")
 
 
 def _decode_cursor(cursor: str) -> tuple[datetime | None, int]:
@@ -169,20 +182,41 @@ def _decode_cursor(cursor: str) -> tuple[datetime | None, int]:
         raise BadCursor("This cursor is not one AuditWeb gave out.") from e
 
 
-def keyset_page(queryset: QuerySet[Event], cursor: str | None, size: int) -> Page:
-    """Newest first (events without a time last), then by id; `cursor` continues a listing.
+def keyset_page(queryset: QuerySet, cursor: str | None, size: int, field: str = "occurred_at") -> Page:
+    """Newest first (rows without a time last), then by id; `cursor` continues a listing.
 
     Keyset, not OFFSET: page 1,000 costs what page 1 costs, and rows ingested
-    meanwhile never shift what the next page holds.
+    meanwhile never shift what the next page holds. Rows with a time and rows
+    without are asked for separately: `ORDER BY occurred_at DESC` (nulls first, the
+    order of a backward scan) walks the (occurred_at, record_hash) index and stops
+    after one page, where `DESC NULLS LAST` would sort every matching row first.
     """
-    queryset = queryset.order_by(F("occurred_at").desc(nulls_last=True), "-id")
+    timed: QuerySet | None = queryset.filter(**{f"{field}__isnull": False}).order_by(f"-{field}", "-id")
+    untimed = queryset.filter(**{f"{field}__isnull": True}).order_by("-id")
     if cursor:
         when, pk = _decode_cursor(cursor)
         if when is None:
-            queryset = queryset.filter(occurred_at__isnull=True, id__lt=pk)
+            timed, untimed = None, untimed.filter(id__lt=pk)
+        else:
+            timed = timed.filter(Q(**{f"{field}__lt": when}) | Q(**{field: when, "id__lt": pk}))  # type: ignore[union-attr]
+    items = list(timed[: size + 1]) if timed is not None else []
+    if len(items) <= size:
+        items += list(untimed[: size + 1 - len(items)])
+    if len(items) > size:
+        return Page(items[:size], _encode_cursor(items[size - 1], field))
+    return Page(items, None)
+
+
+def oldest_first_page(queryset: QuerySet[Event], cursor: str | None, size: int) -> Page:
+    """In log order (time, then id; events without a time by id, last): a session's statements."""
+    queryset = queryset.order_by(F("occurred_at").asc(nulls_last=True), "id")
+    if cursor:
+        when, pk = _decode_cursor(cursor)
+        if when is None:
+            queryset = queryset.filter(occurred_at__isnull=True, id__gt=pk)
         else:
             queryset = queryset.filter(
-                Q(occurred_at__lt=when) | Q(occurred_at=when, id__lt=pk) | Q(occurred_at__isnull=True)
+                Q(occurred_at__gt=when) | Q(occurred_at=when, id__gt=pk) | Q(occurred_at__isnull=True)
             )
     items = list(queryset[: size + 1])
     if len(items) > size:
@@ -207,3 +241,213 @@ def session_context(event: Event, size: int) -> tuple[list[Event], list[Event]]:
     before = list(same.filter(earlier).order_by("-occurred_at", "-id")[:size])
     after = list(same.filter(later).order_by("occurred_at", "id")[:size])
     return before[::-1], after
+
+
+# -- counts and the timeline ----------------------------------------------------
+
+
+class TooSlow(Exception):
+    """PostgreSQL cancelled a query that ran past its time limit (`time_limit`)."""
+
+
+@contextmanager
+def time_limit(milliseconds: int) -> Iterator[None]:
+    """Run the block's queries in a transaction whose statements PostgreSQL stops after `milliseconds`.
+
+    Counting and charting a filter over the whole store could take seconds; a page would
+    rather say so (and ask for a narrower time range) than keep the investigator waiting.
+    """
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(milliseconds)])
+            yield
+    except OperationalError as e:
+        if isinstance(e.__cause__, QueryCanceled):
+            raise TooSlow(str(e)) from e
+        raise
+
+
+def count_upto(queryset: QuerySet[Event], limit: int) -> tuple[int, bool]:
+    """How many events match, counting no further than `limit`: (count, whether there are more).
+
+    `SELECT count(*) FROM (... LIMIT limit + 1)` stops reading once it knows "more than limit".
+    """
+    found = queryset.order_by().values("pk")[: limit + 1].count()
+    return min(found, limit), found > limit
+
+
+BUCKET_WIDTHS = [
+    timedelta(seconds=s)
+    for s in (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+] + [timedelta(days=d) for d in (2, 7, 14, 28, 91, 364)]
+MAX_BUCKETS = 120
+MAX_SERIES = 8  # statement types drawn each in its own colour (per side: destructive or not)
+GAPS_SHOWN = 50
+
+
+def bucket_width(span: timedelta, most: int = MAX_BUCKETS) -> timedelta:
+    """The narrowest width from BUCKET_WIDTHS that cuts `span` into at most `most` buckets."""
+    for width in BUCKET_WIDTHS:
+        if span <= width * most:
+            return width
+    return timedelta(days=-(-span.days // most) + 1)
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    destructive: bool
+    counts: list[int]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    starts: list[datetime]  # each bucket's start
+    width: timedelta
+    series: list[Series]
+    gaps: list[Gap]
+
+    @property
+    def end(self) -> datetime:
+        return self.starts[-1] + self.width
+
+    @property
+    def total(self) -> int:
+        return sum(sum(s.counts) for s in self.series)
+
+
+def timeline(
+    queryset: QuerySet[Event],
+    since: datetime | None,
+    until: datetime | None,
+    *,
+    origin: datetime,
+    server: str | None = None,
+) -> Timeline | None:
+    """Events of `queryset` per time bucket and statement type (destructive ones apart), with gaps.
+
+    The range is [since, until) where given, else the matching events' first and last time.
+    Buckets are `date_bin(width, occurred_at, origin)`: `origin` is a midnight in the viewer's
+    zone, so hours and days start where the viewer's clock says they do. None: nothing to draw.
+    """
+    if since is None or until is None:
+        bounds = queryset.aggregate(first=Min("occurred_at"), last=Max("occurred_at"))
+        since = since or bounds["first"]
+        until = until or (bounds["last"] + timedelta(microseconds=1) if bounds["last"] else None)
+    if since is None or until is None or until <= since:
+        return None
+    width = bucket_width(until - since)
+    first = origin + ((since - origin) // width) * width
+    starts = [first]
+    while starts[-1] + width < until:
+        starts.append(starts[-1] + width)
+    bucket = Func(
+        Value(width), F("occurred_at"), Value(origin), function="date_bin", output_field=DateTimeField()
+    )
+    rows = (
+        queryset.filter(occurred_at__gte=since, occurred_at__lt=until)
+        .order_by()
+        .annotate(bucket=bucket, label=Coalesce(NullIf("statement_type", Value("")), "command"))
+        .values_list("bucket", "label", "destructive")
+        .annotate(n=Count("*"))
+    )
+    index = {start: i for i, start in enumerate(starts)}
+    counts: dict[tuple[str, bool], list[int]] = {}
+    for bucket, label, destructive, n in rows:
+        counts.setdefault((label, destructive), [0] * len(starts))[index[bucket]] += n
+    return Timeline(starts, width, _top_series(counts), _gaps_between(starts[0], until, server))
+
+
+def _top_series(counts: dict[tuple[str, bool], list[int]]) -> list[Series]:
+    """The MAX_SERIES largest statement types of each side; the rest of a side as one "other"."""
+    series: list[Series] = []
+    for destructive in (True, False):
+        side = sorted(
+            ((label, c) for (label, d), c in counts.items() if d == destructive), key=lambda lc: -sum(lc[1])
+        )
+        series += [Series(label, destructive, c) for label, c in side[:MAX_SERIES]]
+        if len(side) > MAX_SERIES:
+            rest = [sum(column) for column in zip(*(c for _, c in side[MAX_SERIES:]), strict=True)]
+            series.append(Series("other destructive" if destructive else "other", destructive, rest))
+    return series
+
+
+def _gaps_between(start: datetime, end: datetime, server: str | None) -> list[Gap]:
+    """Gaps (nothing recorded) that overlap [start, end), of one server or all."""
+    gaps = Gap.objects.filter(started_at__lt=end).filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+    if server:
+        gaps = gaps.filter(server=server)
+    return list(gaps.order_by("started_at")[:GAPS_SHOWN])
+
+
+def recent_gaps(limit: int) -> list[Gap]:
+    """The newest gaps, open ones (logging still off) first."""
+    order = (F("ended_at").desc(nulls_first=True), F("started_at").desc(nulls_last=True), "-id")
+    return list(Gap.objects.select_related("source_file").order_by(*order)[:limit])
+
+
+# -- sessions -----------------------------------------------------------------
+
+
+class SessionFilter(django_filters.FilterSet):
+    user = django_filters.CharFilter(field_name="user", help_text="Account name, exactly")
+    host = django_filters.CharFilter(field_name="host", help_text="Client host or IP, exactly")
+    server = django_filters.CharFilter(field_name="server", help_text="Server label, exactly")
+    connection_id = django_filters.NumberFilter(field_name="connection_id")
+    since = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
+    until = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="lt")
+    destructive = django_filters.BooleanFilter(
+        method="filter_destructive", help_text="Only sessions that ran a destructive statement"
+    )
+
+    class Meta:
+        model = Session
+        fields: list[str] = []
+
+    def filter_destructive(self, queryset: QuerySet[Session], name: str, value: bool) -> QuerySet[Session]:
+        destroyed = Exists(Event.objects.filter(session_id=OuterRef("pk"), destructive=True))
+        return queryset.filter(destroyed) if value else queryset.exclude(destroyed)
+
+
+def filter_sessions(params: dict | None) -> SessionFilter:
+    """Apply request parameters to the sessions (connections); check `.is_valid()`, then use `.qs`."""
+    return SessionFilter(params, queryset=Session.objects.all())
+
+
+def statement_counts(session_ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Per session: (statements, destructive ones), by the (session, time) index."""
+    rows = (
+        Event.objects.filter(session_id__in=session_ids)
+        .order_by()
+        .values_list("session_id")
+        .annotate(n=Count("id"), destructive=Count("id", filter=Q(destructive=True)))
+    )
+    return {sid: (n, d) for sid, n, d in rows}
+
+
+TRANSACTION_STARTS = ("BEGIN", "START TRANSACTION")
+TRANSACTION_ENDS = ("COMMIT", "ROLLBACK")
+
+
+def transaction_open_before(event: Event) -> bool:
+    """Whether an explicit transaction (BEGIN ... COMMIT/ROLLBACK) of the session is open just
+    before `event`: a page of a long session may begin in the middle of one."""
+    earlier = Q(occurred_at__lt=event.occurred_at) | Q(occurred_at=event.occurred_at, id__lt=event.id)
+    last = (
+        Event.objects.filter(session_id=event.session_id, occurred_at__isnull=False)
+        .filter(earlier, statement_type__in=TRANSACTION_STARTS + TRANSACTION_ENDS)
+        .order_by("-occurred_at", "-id")
+        .values_list("statement_type", flat=True)
+        .first()
+    )
+    return last in TRANSACTION_STARTS
+
+
+def renamed_from(name: str) -> list[tuple[str, datetime]]:
+    """The names this table had before (one step back), with the time it took this name."""
+    found = []
+    rows = _renames().filter(tables__contains=[name], occurred_at__isnull=False).order_by("occurred_at", "id")
+    for when, sql, database in rows.values_list("occurred_at", "sql", "database"):
+        found += [(old, when) for old, new in rename_pairs(sql, database) if new == name]
+    return found

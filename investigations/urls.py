@@ -1,12 +1,32 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, register_converter
 
-from investigations import source_views, views
+from investigations import session_views, source_views, table_views, views
+
+
+class TableNameConverter:
+    """Any text: table names hold dots (db.table) and, from hostile logs, slashes or newlines."""
+
+    regex = r"[\s\S]+"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(TableNameConverter, "table")
 
 urlpatterns = [
-    path("", views.event_list, name="events"),
+    path("", views.dashboard, name="dashboard"),
+    path("events/", views.event_list, name="events"),
     path("events/<int:event_id>/", views.event_detail, name="event-detail"),
+    path("sessions/", session_views.session_list, name="sessions"),
+    path("sessions/<int:session_id>/", session_views.session_detail, name="session-detail"),
+    path("tables/", table_views.table_list, name="tables"),
+    path("tables/<table:name>/", table_views.table_detail, name="table-detail"),
     path("sources/", source_views.source_list, name="sources"),
     path("sources/new/", source_views.source_edit, name="source-new"),
     path("sources/upload/", source_views.upload, name="source-upload"),

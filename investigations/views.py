@@ -1,71 +1,230 @@
-"""Server-rendered pages. HTMX asks the same view for a named partial of the same template."""
+"""Server-rendered pages: the dashboard, the explorer and an event's page.
+HTMX asks the same view for a named partial of the same template."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ingest.models import Event
-from investigations.query import BadCursor, filter_events, keyset_page, session_context
+from ingest.models import Event, IngestRun, Source
+from ingest.sources import source_health
+from investigations.charts import bucket_rows, chart_data
+from investigations.middleware import TZ_COOKIE, zone_named
+from investigations.query import (
+    FLAGS,
+    BadCursor,
+    EventFilter,
+    TooSlow,
+    count_upto,
+    filter_events,
+    keyset_page,
+    recent_gaps,
+    session_context,
+    time_limit,
+    timeline,
+)
 
 PAGE_SIZE = 50
-KEPT_FILTERS = ("session", "server", "host", "database", "connection_id", "flag")
+COUNT_LIMIT = 10_000  # beyond this the explorer says "more than 10,000"
+PAGE_MS, COUNT_MS, CHART_MS = 15_000, 2_000, 5_000  # PostgreSQL stops a query after this long
+KEPT_FILTERS = ("session",)  # set by links, no field in the form: kept as hidden inputs
+QUICK_RANGES = {"1h": ("Last hour", timedelta(hours=1)), "24h": ("Last 24 hours", timedelta(days=1)),
+                "7d": ("Last 7 days", timedelta(days=7))}  # fmt: skip
 SESSION_CONTEXT = 10  # statements shown before and after an event on its page
+DASHBOARD_NEWEST = 10
+ACTIVE_RUNS = (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING)
+ORIGIN = datetime(1970, 1, 5)  # a Monday: chart buckets of days and weeks start at the viewer's midnight
+
+
+def htmx_template(request: HttpRequest, template: str, partial: str) -> str:
+    """The named partial for htmx's swaps; the whole page for browsers, and for htmx restoring
+    history (it asks for the page it lost)."""
+    if request.htmx and not request.htmx.history_restore_request:
+        return f"{template}#{partial}"
+    return template
+
+
+WATCHED = {"Destructive": {"destructive": "true"}, "Anti-forensic": {"flag": "anti_forensic"}}
+
+
+def _recent_counts(now: datetime) -> list[dict[str, object]]:
+    """Destructive and anti-forensic events of the last 24 hours and 7 days, each count with the
+    explorer's query that lists them (From in the page's zone)."""
+    rows = []
+    for label, params in WATCHED.items():
+        windows = []
+        for window, since in (("24 hours", now - timedelta(days=1)), ("7 days", now - timedelta(days=7))):
+            count = filter_events({**params, "since": since.isoformat()}).qs.count()
+            local = timezone.localtime(since).strftime("%Y-%m-%dT%H:%M:%S")
+            query = _urlencode({**params, "since": local, "tz": timezone.get_current_timezone_name()})
+            windows.append({"window": window, "count": count, "query": query})
+        rows.append({"label": label, "windows": windows})
+    return rows
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def dashboard(request: HttpRequest) -> HttpResponse:
+    """What needs a look: recent destructive and anti-forensic events, gaps, sources, ingests."""
+    newest = filter_events({"destructive": "true"}).qs.filter(occurred_at__isnull=False).defer("raw")
+    anti = filter_events({"flag": "anti_forensic"}).qs.filter(occurred_at__isnull=False).defer("raw")
+    sources = [(s, source_health(s)) for s in Source.objects.order_by("name")]
+    runs = IngestRun.objects.filter(status__in=ACTIVE_RUNS).select_related("source", "source_file")
+    context = {
+        "counts": _recent_counts(timezone.now()),
+        "newest": newest.order_by("-occurred_at", "-id")[:DASHBOARD_NEWEST],
+        "anti": anti.order_by("-occurred_at", "-id")[:DASHBOARD_NEWEST],
+        "gaps": recent_gaps(DASHBOARD_NEWEST),
+        "sources": sources,
+        "unhealthy": [(s, h) for s, h in sources if h.state == "unhealthy"],
+        "runs": runs.order_by("started_at"),
+        "has_events": Event.objects.exists(),
+    }
+    return render(request, htmx_template(request, "investigations/dashboard.html", "running"), context)
+
+
+def _urlencode(params: dict[str, str]) -> str:
+    query = QueryDict(mutable=True)
+    query.update(params)
+    return query.urlencode()
+
+
+def _quick_range(params: QueryDict) -> QueryDict | None:
+    """`range=24h` (a quick pick) as the From/Until it means now, in the page's zone: the URL
+    then names the instants, so it shows the same events tomorrow."""
+    if params.get("range") not in QUICK_RANGES:
+        return None
+    until = timezone.localtime().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    since = until - QUICK_RANGES[params["range"]][1]
+    resolved = params.copy()
+    for name in ("range", "cursor"):
+        resolved.pop(name, None)
+    resolved["since"], resolved["until"] = (t.strftime("%Y-%m-%dT%H:%M:%S") for t in (since, until))
+    resolved["tz"] = timezone.get_current_timezone_name()
+    return resolved
+
+
+def _zone_links(request: HttpRequest, flt: EventFilter, params: QueryDict) -> list[dict[str, str]]:
+    """Links showing the same view in UTC, the browser's zone or the server's: the From/Until
+    are converted, so each link means the same instants."""
+    current = timezone.get_current_timezone_name()
+    names = ["UTC", request.COOKIES.get(TZ_COOKIE, ""), settings.TIME_ZONE]
+    cleaned = flt.form.cleaned_data if flt.is_bound and flt.is_valid() else {}
+    links = []
+    for name in dict.fromkeys(n for n in names if zone_named(n) and n != current):
+        query = params.copy()
+        query.pop("cursor", None)
+        query["tz"] = name
+        for field in ("since", "until"):
+            if cleaned.get(field):
+                query[field] = cleaned[field].astimezone(ZoneInfo(name)).strftime("%Y-%m-%dT%H:%M:%S")
+        links.append({"zone": name, "query": query.urlencode()})
+    return links
+
+
+def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
+    """What the results partial shows: a page of events, the count, the timeline (or why not)."""
+    found: dict[str, object] = {}
+    if not flt.is_valid():
+        return found
+    events = flt.qs.select_related("session").defer("raw", "fingerprint")
+    try:
+        with time_limit(PAGE_MS):
+            found["page"] = keyset_page(events, params.get("cursor"), PAGE_SIZE)
+    except BadCursor as e:
+        found["error"] = str(e)
+        return found
+    except TooSlow:
+        found["error"] = "This filter took too long. Narrow the time range, or add a table or a user."
+        return found
+    if params.get("cursor"):
+        return found  # older pages: the count and the chart are the first page's
+    since, until = flt.form.cleaned_data.get("since"), flt.form.cleaned_data.get("until")
+    origin = timezone.make_aware(ORIGIN)
+    try:
+        server = flt.form.cleaned_data.get("server")
+        with time_limit(CHART_MS):
+            tl = timeline(flt.qs, since, until, origin=origin, server=server)
+        if tl is not None:
+            found.update(timeline=tl, chart=chart_data(tl, bool(server)), buckets=bucket_rows(tl))
+    except TooSlow:
+        found["chart_error"] = "The chart would take too long for this filter: narrow the time range."
+        tl = None
+    if tl is not None and since and until:
+        found["count"], found["count_more"] = tl.total, False  # the chart counted exactly this
+    else:
+        try:
+            with time_limit(COUNT_MS):
+                found["count"], found["count_more"] = count_upto(flt.qs, COUNT_LIMIT)
+        except TooSlow:
+            found["count"], found["count_more"] = None, True
+    return found
 
 
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
 def event_list(request: HttpRequest) -> HttpResponse:
-    flt = filter_events(request.GET)
-    page = None
-    error = None
-    if flt.is_valid():
-        try:
-            page = keyset_page(
-                flt.qs.select_related("session", "source_file"), request.GET.get("cursor"), PAGE_SIZE
-            )
-        except BadCursor as e:
-            error = str(e)
+    """The explorer: one filter form; results, count and timeline in one partial htmx swaps."""
+    resolved = _quick_range(request.GET)
+    if resolved is not None and not request.htmx:
+        return HttpResponseRedirect(f"{request.path}?{resolved.urlencode()}")
+    params = resolved or request.GET
+    flt = filter_events(params)
+    found = _explore(flt, params)
+    page = found.get("page")
     next_query = None
-    if page and page.next_cursor:
-        params = request.GET.copy()
-        params["cursor"] = page.next_cursor
-        next_query = params.urlencode()
-    newest = request.GET.copy()
+    if page and page.next_cursor:  # type: ignore[attr-defined]
+        next_params = params.copy()
+        next_params["cursor"] = page.next_cursor  # type: ignore[attr-defined]
+        next_query = next_params.urlencode()
+    newest = params.copy()
     newest.pop("cursor", None)
-    # Filters that links set (a session, a host...) but the form has no field for: kept as hidden
-    # inputs, so that changing another filter narrows within them, each with a link to drop it.
     kept = []
     for name in KEPT_FILTERS:
-        value = request.GET.get(name, "").strip()
+        value = params.get(name, "").strip()
         if value:
             without = newest.copy()
             without.pop(name)
             kept.append({"name": name, "value": value, "drop_query": without.urlencode()})
-    template = "investigations/event_list.html"
-    if request.htmx:
-        template += "#results"
     context = {
+        **found,
         "filter": flt,
-        "page": page,
-        "error": error,
+        "params": params,
+        "chosen_types": params.getlist("statement_type"),
+        "flags": FLAGS,
+        "quick_ranges": [(key, label) for key, (label, _) in QUICK_RANGES.items()],
+        "zone": timezone.get_current_timezone_name(),
+        "zone_links": _zone_links(request, flt, params),
         "next_query": next_query,
-        "first_page": not request.GET.get("cursor"),
+        "first_page": not params.get("cursor"),
         "newest_query": newest.urlencode(),
         "has_events": Event.objects.exists(),
         "kept_filters": kept,
+        "range_resolved": resolved is not None,
+        "count_limit": COUNT_LIMIT,
     }
-    return render(request, template, context)
+    response = render(request, htmx_template(request, "investigations/event_list.html", "results"), context)
+    if resolved is not None:
+        response["HX-Push-Url"] = f"{request.path}?{resolved.urlencode()}"
+    return response
 
 
 @require_GET
 @login_required
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
-    event = get_object_or_404(Event.objects.select_related("session", "source_file"), pk=event_id)
+    event = get_object_or_404(
+        Event.objects.select_related("session", "source_file", "ingest_run"), pk=event_id
+    )
     before, after = session_context(event, SESSION_CONTEXT)
     context = {"event": event, "before": before, "after": after, "context_size": SESSION_CONTEXT}
     return render(request, "investigations/event_detail.html", context)

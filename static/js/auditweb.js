@@ -1,8 +1,206 @@
 // Small progressive enhancements; every page works without this file.
+"use strict";
+
+// The browser's time zone, for the server to show times in (pages say which zone they use).
+(() => {
+  try {
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    if (zone) {
+      // IANA names need no encoding (letters, digits, / _ - +); the server checks the name anyway.
+      document.cookie = "tz=" + zone + "; path=/; max-age=31536000; samesite=lax";
+    }
+  } catch (e) {
+    // No Intl: the server's zone is used.
+  }
+})();
+
 document.addEventListener("htmx:responseError", (event) => {
-  const target = document.getElementById("results");
+  const target = event.detail.target;
   if (target) {
-    target.textContent = "The server could not answer (" + event.detail.xhr.status + "). Try again.";
-    target.classList.add("error");
+    const message = document.createElement("p");
+    message.className = "error";
+    message.setAttribute("role", "alert");
+    message.textContent = "The server could not answer (" + event.detail.xhr.status + "). Try again.";
+    target.replaceChildren(message);
   }
 });
+
+document.addEventListener("htmx:sendError", (event) => {
+  const target = event.detail.target;
+  if (target) {
+    const message = document.createElement("p");
+    message.className = "error";
+    message.setAttribute("role", "alert");
+    message.textContent = "AuditWeb cannot be reached. Check the connection and try again.";
+    target.replaceChildren(message);
+  }
+});
+
+// Filters left empty stay out of the URL htmx asks for (and pushes): shorter links to share.
+document.addEventListener("htmx:configRequest", (event) => {
+  const form = event.detail.elt.closest && event.detail.elt.closest("form.filters");
+  if (!form || event.detail.verb !== "get") return;
+  const params = event.detail.parameters;
+  for (const name of Array.from(params.keys())) {
+    if (params.getAll(name).every((value) => value === "")) params.delete(name);
+  }
+});
+
+// The statement-type picker's summary names what is ticked.
+document.addEventListener("change", (event) => {
+  const picker = event.target.closest && event.target.closest("details.multi");
+  if (!picker) return;
+  const ticked = Array.from(picker.querySelectorAll("input:checked")).map((input) => input.value);
+  picker.querySelector(".chosen").textContent = ticked.length ? ticked.join(", ") : "all";
+});
+
+// -- the explorer's timeline ---------------------------------------------------
+
+const DESTRUCTIVE_COLOURS = ["#c0392b", "#e67e22", "#8e1b10", "#d35400", "#f1948a", "#a04000", "#7b241c", "#f5b041", "#922b21"];
+const OTHER_COLOURS = ["#2e86c1", "#76b7e5", "#17a589", "#7d8fa3", "#5b2c6f", "#a9cce3", "#48c9b0", "#34495e", "#bfc9ca"];
+
+// Hatches the buckets where a server recorded nothing (gaps): the whole height when the chart is of
+// that server alone, else a band along the top (the other servers' events go on below it).
+const gapShading = {
+  id: "gapShading",
+  beforeDatasetsDraw(chart, args, options) {
+    const gaps = options.gaps || [];
+    if (!gaps.length) return;
+    const { ctx, chartArea, scales } = chart;
+    const step = scales.x.getPixelForValue(1) - scales.x.getPixelForValue(0) || chartArea.width;
+    const top = chartArea.top;
+    const bottom = options.fullHeight ? chartArea.bottom : chartArea.top + 8;
+    ctx.fillStyle = "rgba(120, 120, 120, 0.2)";
+    ctx.strokeStyle = "rgba(80, 80, 80, 0.35)";
+    for (const gap of gaps) {
+      const left = Math.max(chartArea.left, scales.x.getPixelForValue(gap.first) - step / 2);
+      const right = Math.min(chartArea.right, scales.x.getPixelForValue(gap.last) + step / 2);
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(left, top, right - left, bottom - top);
+      ctx.clip();
+      ctx.fillRect(left, top, right - left, bottom - top);
+      ctx.beginPath();
+      for (let x = left - (bottom - top); x < right; x += 8) {
+        ctx.moveTo(x, bottom);
+        ctx.lineTo(x + (bottom - top), top);
+      }
+      ctx.stroke();
+      ctx.restore();
+    }
+  },
+};
+
+// Shows the buckets a drag has covered so far.
+const dragBand = {
+  id: "dragBand",
+  afterDatasetsDraw(chart) {
+    const drag = chart.$drag;
+    if (!drag || drag.to === null) return;
+    const { ctx, chartArea, scales } = chart;
+    const step = scales.x.getPixelForValue(1) - scales.x.getPixelForValue(0) || chartArea.width;
+    const left = scales.x.getPixelForValue(Math.min(drag.from, drag.to)) - step / 2;
+    const right = scales.x.getPixelForValue(Math.max(drag.from, drag.to)) + step / 2;
+    ctx.save();
+    ctx.fillStyle = "rgba(11, 92, 173, 0.15)";
+    ctx.fillRect(left, chartArea.top, right - left, chartArea.bottom - chartArea.top);
+    ctx.restore();
+  },
+};
+
+function bucketAt(chart, event) {
+  const rect = chart.canvas.getBoundingClientRect();
+  const x = event.clientX - rect.left;
+  if (x < chart.chartArea.left || x > chart.chartArea.right) return null;
+  const index = Math.round(chart.scales.x.getValueForPixel(x));
+  return Math.max(0, Math.min(chart.data.labels.length - 1, index));
+}
+
+// Narrows the filter form's From/Until to buckets first..last and asks for the results again.
+function narrowTo(data, first, last) {
+  const form = document.getElementById("filters");
+  const since = document.getElementById("f-since");
+  const until = document.getElementById("f-until");
+  if (!form || !since || !until) return;
+  since.value = data.from[Math.min(first, last)];
+  until.value = data.until[Math.max(first, last)];
+  form.requestSubmit();
+}
+
+function drawTimeline(canvas) {
+  if (typeof Chart === "undefined" || canvas.$chart) return;
+  const source = document.getElementById(canvas.dataset.chart);
+  if (!source) return;
+  const data = JSON.parse(source.textContent);
+  let destructive = 0;
+  let other = 0;
+  const datasets = data.series.map((series) => ({
+    label: series.destructive ? series.label + " (destructive)" : series.label,
+    data: series.data,
+    backgroundColor: series.destructive
+      ? DESTRUCTIVE_COLOURS[destructive++ % DESTRUCTIVE_COLOURS.length]
+      : OTHER_COLOURS[other++ % OTHER_COLOURS.length],
+    stack: "events",
+  }));
+  const chart = new Chart(canvas, {
+    type: "bar",
+    data: { labels: data.labels, datasets },
+    options: {
+      animation: false,
+      maintainAspectRatio: false,
+      responsive: true,
+      interaction: { mode: "index", intersect: false },
+      scales: {
+        x: { stacked: true, grid: { display: false }, ticks: { autoSkip: true, maxRotation: 0 } },
+        y: { stacked: true, beginAtZero: true, ticks: { precision: 0 } },
+      },
+      plugins: {
+        legend: { position: "right", labels: { boxWidth: 12, font: { size: 11 } } },
+        tooltip: {
+          filter: (item) => item.parsed.y > 0,
+          callbacks: { title: (items) => items.length ? data.labels[items[0].dataIndex] + " (" + data.width + ")" : "" },
+        },
+        gapShading: { gaps: data.gaps, fullHeight: data.gaps_full_height },
+      },
+    },
+    plugins: [gapShading, dragBand],
+  });
+  chart.$drag = null;
+  canvas.$chart = chart;
+  canvas.addEventListener("mousedown", (event) => {
+    const index = bucketAt(chart, event);
+    if (index !== null) chart.$drag = { from: index, to: null };
+  });
+  canvas.addEventListener("mousemove", (event) => {
+    if (!chart.$drag) return;
+    const index = bucketAt(chart, event);
+    if (index !== null && index !== chart.$drag.to) {
+      chart.$drag.to = index;
+      chart.draw();
+    }
+  });
+  const finish = (event) => {
+    const drag = chart.$drag;
+    chart.$drag = null;
+    if (!drag) return;
+    const index = bucketAt(chart, event);
+    const last = index === null ? drag.to : index;
+    if (last === null) return;
+    narrowTo(data, drag.from, last);
+  };
+  canvas.addEventListener("mouseup", finish);
+  canvas.addEventListener("mouseleave", () => {
+    if (chart.$drag) {
+      chart.$drag = null;
+      chart.draw();
+    }
+  });
+}
+
+function drawTimelines(root) {
+  root.querySelectorAll("canvas[data-chart]").forEach(drawTimeline);
+}
+
+// Charts in what htmx swaps in, and in the page as it loads.
+if (window.htmx) htmx.onLoad(drawTimelines);
+document.addEventListener("DOMContentLoaded", () => drawTimelines(document));

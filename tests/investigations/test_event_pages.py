@@ -20,7 +20,7 @@ HOSTILE = (
 
 
 def test_it_sends_anonymous_visitors_to_the_login_page(client) -> None:  # type: ignore[no-untyped-def]
-    response = client.get("/")
+    response = client.get("/events/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
 
@@ -34,12 +34,12 @@ def test_the_login_page_logs_an_investigator_in(client, investigator) -> None:  
 
 
 def test_it_says_what_to_do_when_there_are_no_events(investigator_client) -> None:  # type: ignore[no-untyped-def]
-    assert b"No events yet" in investigator_client.get("/").content
+    assert b"No events yet" in investigator_client.get("/events/").content
 
 
 def test_it_escapes_everything_the_log_said(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
     ingest_bytes(HOSTILE)
-    page = investigator_client.get("/").content.decode()
+    page = investigator_client.get("/events/").content.decode()
     assert "<script>" not in page and "<img src=x" not in page
     assert "&lt;script&gt;" in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     event = Event.objects.get(statement_type="DELETE")
@@ -49,14 +49,14 @@ def test_it_escapes_everything_the_log_said(investigator_client, ingest_bytes) -
 
 def test_destructive_only_shows_just_the_delete(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
     ingest_bytes(HOSTILE)
-    page = investigator_client.get("/?destructive=true").content.decode()
+    page = investigator_client.get("/events/?destructive=true").content.decode()
     assert "DELETE FROM orders" in page
     assert "SELECT * FROM customers" not in page
 
 
 def test_htmx_gets_only_the_results_partial(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
     ingest_bytes(HOSTILE)
-    response = investigator_client.get("/?table=customers", HTTP_HX_REQUEST="true")
+    response = investigator_client.get("/events/?table=customers", HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert "SELECT * FROM customers" in body and "DELETE FROM orders" not in body
     assert "<form" not in body and "<html" not in body
@@ -69,16 +69,16 @@ def test_it_pages_older_events_with_a_cursor(investigator_client, ingest_bytes) 
         for i in range(120)
     )
     ingest_bytes(lines)
-    first = investigator_client.get("/").content.decode()
+    first = investigator_client.get("/events/").content.decode()
     assert "SELECT 119" in first and "SELECT 69" not in first
     start = first.index('href="?cursor=') + len('href="?')
     query = first[start : first.index('"', start)].replace("&amp;", "&")
-    second = investigator_client.get("/?" + query).content.decode()
+    second = investigator_client.get("/events/?" + query).content.decode()
     assert "SELECT 69" in second and "SELECT 119" not in second
 
 
 def test_pages_carry_a_content_security_policy_without_inline_script(investigator_client) -> None:  # type: ignore[no-untyped-def]
-    csp = investigator_client.get("/")["Content-Security-Policy"]
+    csp = investigator_client.get("/events/")["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
 
 
@@ -88,7 +88,7 @@ def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(
     ingest_bytes(HOSTILE, name="mysql-general.log")
     event = Event.objects.get(statement_type="DELETE")
     page = investigator_client.get(f"/events/{event.pk}/").content.decode()
-    assert "mysql-general.log, line 2, byte offset" in page
+    assert "mysql-general.log</span>, line 2, byte offset" in page
     assert "2026-01-05T09:00:01.000000Z" in page  # the raw line, timestamp and all
 
 
@@ -107,7 +107,7 @@ def test_the_event_page_shows_its_neighbours_in_the_session_and_links_to_all_of_
     assert shown == [str(i) for i in [*range(30, 40), *range(41, 51)]]  # 10 before, 10 after, in order
     assert "other connection" not in html
 
-    link = re.search(r'href="(/\?session=[^"]+)"', html).group(1).replace("&amp;", "&")
+    link = re.search(r'href="(/events/\?session=[^"]+)"', html).group(1).replace("&amp;", "&")
     listed = investigator_client.get(link).content.decode()
     assert "SELECT 59" in listed
     assert "other connection" not in listed

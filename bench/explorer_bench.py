@@ -1,0 +1,272 @@
+"""Benchmark: the investigation pages over millions of events, server time per page.
+
+    # 1. a scratch database holding 10 million events (takes minutes; about 6 GB)
+    flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py generate --events 10000000
+    # 2. server time of each page: the Django test client in this process, several runs each
+    flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py measure --runs 15
+    # 3. drop the scratch database
+    .venv/bin/python bench/explorer_bench.py drop
+
+The events are made by SQL (generate_series) straight into the partitioned, indexed event
+table, shaped like a busy fleet: 30 days, 4 servers, 50,000 sessions of 200 statements
+interleaved ten at a time, 10 databases of 20 tables each, two thirds SELECT, a tenth
+UPDATE, 3% DELETE, some DDL, TRUNCATE and DROP, a few statements switching logging off,
+and a few gaps. Times advance steadily (as in a log), so each day holds a thirtieth.
+`measure` logs in as a user of its own and asks each page as a browser would (the full page,
+and the explorer's partial as htmx asks it); the figures are the time from request to
+response inside Django, database included. Results: a Markdown table and bench/out/explorer.json.
+`BENCH_PG` (default postgres://postgres@127.0.0.1:5432) names the server; `--db` the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+OUT = REPO / "bench" / "out"
+PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
+START = datetime(2026, 10, 1, tzinfo=UTC)
+DAYS = 30
+DATABASES = ["shop", "billing", "crm", "hr", "inventory", "analytics", "auth", "cms", "mail", "logs"]
+TABLES = ["orders", "customers", "invoices", "payments", "products", "stock", "users", "sessions", "messages",
+          "events", "audit", "refunds", "carts", "addresses", "shipments", "coupons", "reviews", "tickets",
+          "notes", "settings"]  # fmt: skip
+SESSION_LENGTH = 200  # statements a session
+INTERLEAVED = 10  # sessions writing at the same time
+CHUNK = 500_000  # events an INSERT
+
+
+def setup_django(db: str) -> None:
+    os.environ["DATABASE_URL"] = f"{PG}/{db}"
+    os.environ.setdefault("SECRET_KEY", "bench")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
+    os.environ["ALLOWED_HOSTS"] = "testserver,localhost"
+    os.environ["DEBUG"] = "false"
+    import django
+
+    django.setup()
+
+
+def admin_sql(sql: str) -> None:
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres", autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def _array(values: list[str]) -> str:
+    return "(ARRAY[" + ", ".join(f"'{v}'" for v in values) + "])"
+
+
+# One statement per row i: its session is (i / 2000) * 10 + i % 10 (ten sessions interleaved, each
+# of 200 statements); what it does is drawn from a hash of i, its table from another.
+EVENTS_SQL = """
+INSERT INTO ingest_event (occurred_at, server, connection_id, "user", host, ip, database, command,
+    statement_type, tables, destructive, flags, sql, fingerprint, rows_affected, status, raw, line,
+    byte_offset, record_hash, ingest_run_id, session_id, source_file_id)
+SELECT ts, s.server, s.connection_id, s."user", s.host, s.ip, s.database, 'Query',
+    k.type, k.tables, k.destructive, k.flags, k.sql, k.type, NULL, NULL,
+    convert_to(to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || E'\\t'
+               || s.connection_id || E' Query\\t' || k.sql || E'\\n', 'UTF8'),
+    g.i + 1, g.i * 96, decode(md5(g.i::text), 'hex'), NULL, s.id, %(file)s
+FROM (SELECT i, %(start)s::timestamptz + i * %(step_us)s * interval '1 microsecond' AS ts,
+             abs(hashint8(i)::bigint) %% 1000 AS r,
+             {tables}[1 + abs(hashint8(i + 7)::bigint) %% {ntables}] AS name,
+             (i / {block}) * {interleaved} + i %% {interleaved} + 1 AS session
+      FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS i) AS g
+JOIN ingest_session s ON s.id = g.session
+CROSS JOIN LATERAL (SELECT s.database || '.' || g.name AS qualified) AS q
+CROSS JOIN LATERAL (SELECT
+    CASE WHEN r < 640 THEN 'SELECT' WHEN r < 760 THEN 'INSERT' WHEN r < 860 THEN 'UPDATE'
+         WHEN r < 892 THEN 'DELETE' WHEN r < 960 THEN 'SET' WHEN r < 970 THEN 'BEGIN'
+         WHEN r < 980 THEN 'COMMIT' WHEN r < 995 THEN 'SHOW' WHEN r < 998 THEN 'ALTER TABLE'
+         WHEN r < 999 THEN 'TRUNCATE' ELSE 'DROP TABLE' END AS type,
+    CASE WHEN r < 892 OR r BETWEEN 995 AND 998 THEN ARRAY[q.qualified]::varchar[]
+         WHEN r = 999 THEN ARRAY[q.qualified || '_tmp']::varchar[] ELSE '{{}}'::varchar[] END AS tables,
+    (r BETWEEN 760 AND 891 OR r >= 998) AS destructive,
+    CASE WHEN r BETWEEN 890 AND 891 THEN '{{no_where}}'::varchar[]
+         WHEN r BETWEEN 892 AND 959 AND g.i %% 1000003 = 0 THEN '{{anti_forensic}}'::varchar[]
+         ELSE '{{}}'::varchar[] END AS flags,
+    CASE WHEN r < 640 THEN 'SELECT id, total, status FROM ' || g.name || ' WHERE id = ' || g.i %% 100000
+         WHEN r < 760 THEN 'INSERT INTO ' || g.name || ' (customer_id, total) VALUES ('
+                           || g.i %% 5000 || ', ' || (g.i %% 9999) / 100.0 || ')'
+         WHEN r < 860 THEN 'UPDATE ' || g.name || ' SET status = ''shipped'' WHERE id = ' || g.i %% 100000
+         WHEN r < 890 THEN 'DELETE FROM ' || g.name || ' WHERE id = ' || g.i %% 100000
+         WHEN r < 892 THEN 'DELETE FROM ' || g.name
+         WHEN r < 960 AND g.i %% 1000003 = 0 THEN 'SET GLOBAL general_log = OFF'
+         WHEN r < 960 THEN 'SET NAMES ''utf8mb4'''
+         WHEN r < 970 THEN 'BEGIN' WHEN r < 980 THEN 'COMMIT' WHEN r < 995 THEN 'SHOW TABLES'
+         WHEN r < 998 THEN 'ALTER TABLE ' || g.name || ' ADD COLUMN c' || g.i || ' INT'
+         WHEN r < 999 THEN 'TRUNCATE TABLE ' || g.name
+         ELSE 'DROP TABLE ' || g.name || '_tmp' END AS sql) AS k
+"""
+
+SESSIONS_SQL = """
+INSERT INTO ingest_session (id, key, server, boot, connection_id, "user", host, ip, program, os_user,
+    database, started_at, ended_at, attributed)
+SELECT n + 1, 'db' || (n %% 4 + 1) || '/boot1/' || n, 'db' || (n %% 4 + 1), 'boot1', n,
+    CASE WHEN n %% 97 = 0 THEN (ARRAY['alice', 'bob', 'carol', 'dave'])[1 + n %% 4] ELSE 'app' || n %% 40 END,
+    '10.0.' || n %% 20 || '.' || n %% 7, '10.0.' || n %% 20 || '.' || n %% 7, NULL, NULL,
+    {databases}[1 + n %% {ndatabases}],
+    %(start)s::timestamptz + ((n / {interleaved}) * {block} + n %% {interleaved}) * %(step_us)s
+        * interval '1 microsecond',
+    %(start)s::timestamptz + ((n / {interleaved}) * {block} + n %% {interleaved} + {block} - {interleaved})
+        * %(step_us)s * interval '1 microsecond',
+    true
+FROM generate_series(0::bigint, %(sessions)s - 1) AS n
+"""
+
+
+def generate(db: str, events: int) -> None:
+    admin_sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+    admin_sql(f'CREATE DATABASE "{db}"')
+    setup_django(db)
+    from django.core.management import call_command
+    from django.db import connection, transaction
+
+    from ingest.models import Gap, Source, SourceFile
+    from ingest.partitions import ensure_event_partitions, month_of
+
+    call_command("migrate", verbosity=0)
+    ensure_event_partitions({month_of(START + timedelta(days=d)) for d in range(DAYS + 1)})
+    source = Source.objects.create(name="bench fleet", kind="file", path="/var/log/mysql/*.log", server="db1")
+    sf = SourceFile.objects.create(source=source, path="/var/log/mysql/general.log", size=events * 96,
+                                   head_sha256="0" * 64, sha256="0" * 64, bytes_read=events * 96)  # fmt: skip
+    block = SESSION_LENGTH * INTERLEAVED
+    sessions = -(-events // block) * INTERLEAVED
+    step_us = DAYS * 86400 * 1_000_000 // events
+    params = {"start": START, "step_us": step_us, "file": sf.pk, "sessions": sessions}
+    shape = {"block": block, "interleaved": INTERLEAVED}
+    began = time.perf_counter()
+    with connection.cursor() as cur:
+        cur.execute("SET synchronous_commit = off")
+        sql = SESSIONS_SQL.format(databases=_array(DATABASES), ndatabases=len(DATABASES), **shape)
+        cur.execute(sql, params)
+        sql = EVENTS_SQL.format(tables=_array(TABLES), ntables=len(TABLES), **shape)
+        for first in range(0, events, CHUNK):
+            with transaction.atomic():
+                cur.execute(sql, {**params, "first": first, "last": min(first + CHUNK, events) - 1})
+            done = min(first + CHUNK, events)
+            rate = done / (time.perf_counter() - began)
+            print(f"\r{done:,} events ({rate:,.0f}/s)", end="", flush=True)
+        print()
+        for day in (3, 11, 19, 26):
+            at = START + timedelta(days=day, hours=2)
+            Gap.objects.create(
+                server="db2", reason="logging_off", started_at=at, ended_at=at + timedelta(hours=3),
+                detail="SET GLOBAL general_log = OFF", source_file=sf, line=1, byte_offset=day,
+            )  # fmt: skip
+        cur.execute("VACUUM (ANALYZE) ingest_event")
+        cur.execute("VACUUM (ANALYZE) ingest_session")
+        cur.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
+        size = cur.fetchone()[0]
+    print(f"generated {events:,} events in {time.perf_counter() - began:.0f} s; database {db} is {size}")
+
+
+def machine() -> dict:
+    import psycopg
+
+    with psycopg.connect(f"{PG}/postgres") as conn:
+        version = conn.execute("SHOW server_version").fetchone()[0]
+        shared = conn.execute("SHOW shared_buffers").fetchone()[0]
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
+    meminfo = Path("/proc/meminfo").read_text().splitlines()
+    mem = next(int(ln.split()[1]) // 1024 // 1024 for ln in meminfo if ln.startswith("MemTotal"))
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": mem, "postgresql": version,
+            "shared_buffers": shared, "python": platform.python_version()}  # fmt: skip
+
+
+def pages() -> list[tuple[str, str, dict[str, str]]]:
+    from django.db import connection
+
+    day = START + timedelta(days=17)
+    one_day = f"since={day:%Y-%m-%dT%H:%M}&until={day + timedelta(days=1):%Y-%m-%dT%H:%M}&tz=UTC"
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT id, session_id FROM ingest_event WHERE occurred_at >= %s AND destructive"
+            " ORDER BY occurred_at LIMIT 1",
+            [day],
+        )
+        event, session = cur.fetchone()
+    htmx = {"HTTP_HX_REQUEST": "true"}
+    return [
+        ("explorer: one table, one day", f"/events/?table=shop.orders&{one_day}", {}),
+        ("explorer: same, htmx partial", f"/events/?table=shop.orders&{one_day}", htmx),
+        ("explorer: one table (bare name), one day", f"/events/?table=orders&{one_day}", {}),
+        ("explorer: destructive, one day", f"/events/?destructive=true&{one_day}", {}),
+        ("explorer: one user, one day", f"/events/?user=bob&{one_day}", {}),
+        ("explorer: no filter (30 days)", "/events/", {}),
+        ("event detail", f"/events/{event}/", {}),
+        ("session (200 statements)", f"/sessions/{session}/", {}),
+        ("sessions list", "/sessions/", {}),
+        ("table history: shop.orders", "/tables/shop.orders/", {}),
+        ("tables list", "/tables/", {}),
+        ("tables list, search 'ord'", "/tables/?q=ord", {}),
+        ("dashboard", "/", {}),
+    ]
+
+
+def measure(db: str, runs: int) -> None:
+    setup_django(db)
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-investigator")
+    client = Client()
+    client.force_login(user)
+    results = []
+    for name, url, headers in pages():
+        response = client.get(url, **headers)  # warm: caches, connections, the page cache
+        assert response.status_code == 200, (url, response.status_code, response.content[:500])
+        times = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            response = client.get(url, **headers)
+            times.append((time.perf_counter() - began) * 1000)
+            assert response.status_code == 200
+        times.sort()
+        p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+        results.append({"page": name, "url": url, "runs": runs, "median_ms": statistics.median(times),
+                        "p95_ms": p95, "bytes": len(response.content)})  # fmt: skip
+        print(f"{name:45} median {statistics.median(times):7.1f} ms  p95 {p95:7.1f} ms", flush=True)
+    from ingest.models import Event
+
+    count = Event.objects.count()
+    OUT.mkdir(exist_ok=True)
+    report = {"events": count, "machine": machine(), "results": results,
+              "measured_at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+    (OUT / "explorer.json").write_text(json.dumps(report, indent=2))
+    print(f"\n{count:,} events; {report['machine']}\n")
+    print("| page | median | p95 |\n| --- | ---: | ---: |")
+    for r in results:
+        print(f"| {r['page']} | {r['median_ms']:.0f} ms | {r['p95_ms']:.0f} ms |")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["generate", "measure", "drop"])
+    ap.add_argument("--db", default="auditweb_bench10m")
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    if args.command == "generate":
+        generate(args.db, args.events)
+    elif args.command == "measure":
+        measure(args.db, args.runs)
+    else:
+        admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Screenshots of AuditWeb's pages at 1280x800, into docs/screenshots/.
+
+    # against a running AuditWeb (./dev demo prints the admin password once):
+    .venv/bin/python docs/screenshots/take.py --url http://127.0.0.1:8000 --username admin --password ...
+    # or on a scratch database of your own: migrated, the sample logs ingested as ./dev demo does,
+    # a login made, and `manage.py runserver` started here and stopped at the end
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/auditweb_shots .venv/bin/python docs/screenshots/take.py
+
+Drives Debian's Chromium (/usr/bin/chromium, `apt-get install chromium`) with Playwright, never a
+downloaded browser. The browser's zone is Europe/Berlin, so the pages show local times with UTC on
+hover. The story is the bundled scenario: bob deletes from shop.orders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = Path(__file__).resolve().parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]  # fmt: skip
+# As ./dev demo ingests them (auditweb/devstack.py): each kind of log under its own server label.
+SAMPLES = {
+    "tests/fixtures/genlog/*.log": "demo-general-log",
+    "tests/fixtures/server_audit/*.log": "demo-server-audit",
+}
+USERNAME, PASSWORD = "screenshots", "screenshots-password-1"
+
+
+def start_server() -> tuple[subprocess.Popen[bytes], str]:
+    """Migrate DATABASE_URL, ingest the samples, make a login, and serve it on a free port."""
+    env = dict(os.environ, DEBUG="false", SECRET_KEY=os.environ.get("SECRET_KEY", "screenshots"))
+    manage = [sys.executable, str(REPO / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=REPO)
+    for pattern, server in SAMPLES.items():
+        files = sorted(str(p) for p in REPO.glob(pattern))
+        subprocess.run([*manage, "ingest", *files, "--server", server], env=env, check=True, cwd=REPO,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+    make_login = (
+        "from django.contrib.auth import get_user_model; U = get_user_model();"
+        f" u, _ = U.objects.get_or_create(username={USERNAME!r}); u.set_password({PASSWORD!r});"
+        " u.is_staff = True; u.save()"
+    )
+    quiet = {"env": env, "check": True, "cwd": REPO, "stdout": subprocess.DEVNULL}
+    subprocess.run([*manage, "shell", "-c", make_login], **quiet)  # type: ignore[call-overload]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # runserver serves the static files itself (DEBUG on, --insecure for whitenoise-less serving).
+    env["DEBUG"] = "true"
+    server = subprocess.Popen([*manage, "runserver", "--noreload", f"127.0.0.1:{port}"], env=env, cwd=REPO)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"{url}/accounts/login/", timeout=2)
+            return server, url
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("the server did not answer")
+
+
+def take(url: str, username: str, password: str) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    shots: list[Path] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id="Europe/Berlin")
+        page = context.new_page()
+
+        def shot(name: str) -> None:
+            page.wait_for_load_state("networkidle")
+            path = OUT / f"{name}.png"
+            page.screenshot(path=str(path))
+            shots.append(path)
+            print(f"{path.relative_to(REPO)}  {page.url}")
+
+        page.goto(f"{url}/accounts/login/")
+        page.fill("#id_username", username)
+        shot("login")
+        page.fill("#id_password", password)
+        page.click("button[type=submit]")
+        page.wait_for_url(f"{url}/")
+        shot("dashboard")
+        page.goto(f"{url}/events/")
+        shot("explorer")
+        page.fill("#f-table", "shop.orders")
+        page.check("input[name=destructive]")
+        page.wait_for_url(lambda u: "destructive=true" in u)
+        shot("explorer-destructive-orders")
+        page.fill("#f-user", "bob")
+        page.locator("#f-user").press("Enter")
+        page.wait_for_url(lambda u: "user=bob" in u)
+        page.locator("#results tbody tr", has_text="DELETE FROM orders").first.locator("td.time a").click()
+        page.wait_for_url("**/events/*/")
+        shot("event-detail")
+        page.get_by_role("link", name="The whole session").click()
+        shot("session")
+        page.goto(f"{url}/sessions/")
+        shot("sessions")
+        page.goto(f"{url}/tables/")
+        shot("tables")
+        page.goto(f"{url}/tables/shop.orders/")
+        shot("table-history")
+        page.goto(f"{url}/sources/")
+        shot("sources")
+        browser.close()
+    return shots
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", help="a running AuditWeb; without it, one is started on DATABASE_URL")
+    ap.add_argument("--username", default=USERNAME)
+    ap.add_argument("--password", default=os.environ.get("AUDITWEB_PASSWORD", PASSWORD))
+    args = ap.parse_args()
+    if not Path(CHROMIUM).exists():
+        raise SystemExit(f"{CHROMIUM} is missing: apt-get install chromium")
+    if args.url:
+        take(args.url.rstrip("/"), args.username, args.password)
+        return 0
+    if not os.environ.get("DATABASE_URL"):
+        raise SystemExit("give --url of a running AuditWeb, or DATABASE_URL of a scratch database")
+    server, url = start_server()
+    try:
+        take(url, USERNAME, PASSWORD)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

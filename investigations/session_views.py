@@ -1,0 +1,105 @@
+"""Sessions (one connection of one server boot): the list, and one session statement by statement."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from ingest.models import Event, Session
+from investigations.query import (
+    TRANSACTION_ENDS,
+    TRANSACTION_STARTS,
+    BadCursor,
+    filter_events,
+    filter_sessions,
+    keyset_page,
+    oldest_first_page,
+    statement_counts,
+    transaction_open_before,
+)
+from investigations.views import htmx_template
+
+SESSIONS_PAGE = 50
+STATEMENTS_PAGE = 200
+
+
+def _get_session(request: HttpRequest, session_id: int) -> Session:
+    return get_object_or_404(Session, pk=session_id)
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def session_list(request: HttpRequest) -> HttpResponse:
+    flt = filter_sessions(request.GET)
+    page, error = None, None
+    if flt.is_valid():
+        try:
+            page = keyset_page(flt.qs, request.GET.get("cursor"), SESSIONS_PAGE, field="started_at")
+        except BadCursor as e:
+            error = str(e)
+    counts = statement_counts([s.pk for s in page.items]) if page else {}
+    rows = [(s, *counts.get(s.pk, (0, 0))) for s in page.items] if page else []
+    next_query = None
+    if page and page.next_cursor:
+        params = request.GET.copy()
+        params["cursor"] = page.next_cursor
+        next_query = params.urlencode()
+    context = {
+        "filter": flt,
+        "rows": rows,
+        "error": error,
+        "next_query": next_query,
+        "first_page": not request.GET.get("cursor"),
+        "has_sessions": Session.objects.exists(),
+    }
+    return render(request, htmx_template(request, "investigations/session_list.html", "sessions"), context)
+
+
+def _mark_transactions(events: list[Event], open_before: bool) -> None:
+    """Set `tx` on each event: "begin", "commit", "rollback", "inside" (an explicit transaction is
+    open) or "" (autocommit), for the page's brackets."""
+    inside = open_before
+    for e in events:
+        if e.statement_type in TRANSACTION_STARTS:
+            e.tx, inside = "begin", True  # type: ignore[attr-defined]
+        elif e.statement_type in TRANSACTION_ENDS:
+            e.tx, inside = e.statement_type.lower(), False  # type: ignore[attr-defined]
+        else:
+            e.tx = "inside" if inside else ""  # type: ignore[attr-defined]
+
+
+@require_GET
+@login_required
+def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Every statement of one connection in log order, its transactions bracketed."""
+    session = _get_session(request, session_id)
+    events = filter_events({}, Event.objects.filter(session_id=session.pk)).qs.defer("raw", "fingerprint")
+    try:
+        page = oldest_first_page(events, request.GET.get("cursor"), STATEMENTS_PAGE)
+    except BadCursor as e:
+        return render(
+            request, "investigations/session_detail.html", {"session": session, "error": str(e)}, status=400
+        )
+    if page.items and page.items[0].occurred_at is not None:
+        _mark_transactions(page.items, transaction_open_before(page.items[0]))
+    else:
+        _mark_transactions(page.items, False)
+    next_query = None
+    if page.next_cursor:
+        params = request.GET.copy()
+        params["cursor"] = page.next_cursor
+        next_query = params.urlencode()
+    total, destructive = statement_counts([session.pk]).get(session.pk, (0, 0))
+    context = {
+        "session": session,
+        "page": page,
+        "next_query": next_query,
+        "first_page": not request.GET.get("cursor"),
+        "total": total,
+        "destructive": destructive,
+    }
+    return render(request, "investigations/session_detail.html", context)

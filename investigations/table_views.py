@@ -1,0 +1,78 @@
+"""Tables: the names seen in the events, and one table's history under all its names."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Max, Min
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from investigations.models import TableSeen
+from investigations.query import BadCursor, filter_events, keyset_page, renamed_from, renamed_to
+from investigations.tables import tables_seen, tables_seen_refresh_due
+from investigations.views import htmx_template
+
+TABLES_SHOWN = 300
+HISTORY_PAGE = 50
+CHANGERS_SHOWN = 30
+
+
+def _queue_refresh() -> None:
+    from investigations.tasks import refresh_tables_seen
+
+    refresh_tables_seen.delay()
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def table_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "").strip()[:400]
+    tables_seen_refresh_due(_queue_refresh)
+    context = {"listing": tables_seen(search, TABLES_SHOWN), "search": search, "shown": TABLES_SHOWN}
+    return render(request, htmx_template(request, "investigations/table_list.html", "tables"), context)
+
+
+@require_GET
+@login_required
+@vary_on_headers("HX-Request")
+def table_detail(request: HttpRequest, name: str) -> HttpResponse:
+    """Everything that touched the table, newest first, following its renames; who changed it."""
+    params = {"table": name}
+    if request.GET.get("destructive") == "true":
+        params["destructive"] = "true"
+    flt = filter_events(params)
+    page, error = None, None
+    if flt.is_valid():
+        try:
+            events = flt.qs.select_related("session").defer("raw", "fingerprint")
+            page = keyset_page(events, request.GET.get("cursor"), HISTORY_PAGE)
+        except BadCursor as e:
+            error = str(e)
+    next_query = None
+    if page and page.next_cursor:
+        query = request.GET.copy()
+        query["cursor"] = page.next_cursor
+        next_query = query.urlencode()
+    changers = (
+        filter_events({"table": name, "destructive": "true"})
+        .qs.order_by()
+        .values("user", "host", "statement_type")
+        .annotate(n=Count("*"), first=Min("occurred_at"), last=Max("occurred_at"))
+        .order_by("-last")[:CHANGERS_SHOWN]
+    )
+    context = {
+        "name": name,
+        "seen": TableSeen.objects.filter(name=name).first(),
+        "page": page,
+        "error": error,
+        "next_query": next_query,
+        "first_page": not request.GET.get("cursor"),
+        "destructive_only": "destructive" in params,
+        "changers": list(changers),
+        "later_names": renamed_to([name]) if "." in name else [],
+        "earlier_names": renamed_from(name) if "." in name else [],
+    }
+    return render(request, htmx_template(request, "investigations/table_detail.html", "history"), context)

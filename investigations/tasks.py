@@ -1,0 +1,13 @@
+"""Celery tasks of the investigation side: thin wrappers over plain functions."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from investigations.tables import tables_seen_refresh
+
+
+@shared_task
+def refresh_tables_seen() -> int:
+    """Rebuild the Tables page's list of names (a pass over every event)."""
+    return tables_seen_refresh()
