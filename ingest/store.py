@@ -77,6 +77,20 @@ def _copy_text(value: str | None) -> str:
     return value.translate(_COPY_ESCAPES) if _NEEDS_ESCAPE.search(value) else value
 
 
+# Raw bytes that are printable ASCII (most log records) go to COPY as bytea's escape format,
+# their own length; the rest as hex, twice theirs. Less for PostgreSQL to read and decode.
+_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+
+
+def _copy_bytea(raw: bytes) -> str:
+    """A bytea value for COPY: the bytes themselves when printable (a backslash doubled for bytea,
+    and each of those doubled again for COPY), else `\\x` and hex."""
+    if _PRINTABLE.fullmatch(raw):
+        text = raw.decode("ascii")
+        return text.replace("\\", "\\\\\\\\") if "\\" in text else text
+    return "\\\\x" + raw.hex()
+
+
 def _copy_array(items: Iterable[str]) -> str:
     """A text[] literal for COPY: every element double-quoted, its quotes and backslashes escaped."""
     quoted = ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items)
@@ -168,7 +182,7 @@ class RowFormatter:
         if what[3] is not None:
             self._alerts.append((occurred, record_hash, what[3]))
         return (
-            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t\\\\x{e.raw.hex()}"
+            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
             f"\t{e.line}\t{e.offset}\t\\\\x{record_hash.hex()}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
         )
 

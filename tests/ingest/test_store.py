@@ -118,3 +118,20 @@ def test_values_with_copy_and_array_syntax_are_stored_exactly(ingest_bytes) -> N
     assert event.host == "h\\N"
     assert event.tables == ['shop.we"ird\\,{t}']
     assert bytes(event.raw).endswith(statement.encode() + b"\n")
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        # Printable ASCII, written as it is (with its backslashes doubled twice) ...
+        b'{"class":"general","connection_id":3,"general_data":{"query":"a\\\\b \\"c\\" \\\\x41"}}',
+        b'{"class":"general","connection_id":3,"general_data":{"query":"\\\\\\\\x00 \\\\N"}}',
+        # ... and anything else as hex: UTF-8, control bytes, invalid UTF-8.
+        b'{"class":"general","connection_id":3,"general_data":{"query":"caf\xc3\xa9 \x7f"}}',
+        b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT '\xff\xfe\x01\\x'",
+    ],
+)
+def test_raw_bytes_come_back_exactly_as_the_log_had_them(ingest_bytes, record: bytes) -> None:  # type: ignore[no-untyped-def]
+    ingest_bytes(record + b"\n", name="any.log")
+    event = Event.objects.get()
+    assert bytes(event.raw).rstrip(b"\n") == record
