@@ -423,7 +423,7 @@ def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(c
         {
             "table": "shop.orders",
             "destructive": "true",
-            "since": "2026-11-23T12:40:56Z",
+            "since": "2026-11-23T12:48:39Z",
             "server": "crime-general_log",
         }
     ).qs
@@ -431,9 +431,9 @@ def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(c
         (e.user, e.host, e.connection_id, e.occurred_at.isoformat(), e.sql, sorted(set(e.flags) & FLAGS))
         for e in found.order_by("occurred_at", "id")
     ] == [
-        ("bob", "127.0.0.1", 8, "2026-11-23T12:40:56+00:00", "CALL purge_cancelled()", ["routine"]),
-        ("mallory", "127.0.0.1", 9, "2026-11-23T12:40:57+00:00", "RENAME TABLE orders TO orders_old", []),
-        ("mallory", "127.0.0.1", 9, "2026-11-23T12:40:57+00:00", "DROP TABLE orders_old", []),
+        ("bob", "127.0.0.1", 8, "2026-11-23T12:48:39+00:00", "CALL purge_cancelled()", ["routine"]),
+        ("mallory", "127.0.0.1", 9, "2026-11-23T12:48:40+00:00", "RENAME TABLE orders TO orders_old", []),
+        ("mallory", "127.0.0.1", 9, "2026-11-23T12:48:40+00:00", "DROP TABLE orders_old", []),
     ]
     drop = found.get(sql="DROP TABLE orders_old")
     assert drop.tables == ["shop.orders_old"]  # found under shop.orders: the table's later name
