@@ -466,6 +466,25 @@ def _enterprise_who(
     return user, account, host, ip, None
 
 
+@lru_cache(maxsize=4096)  # records repeat their connection's login and account: each is read once
+def _enterprise_people(
+    given: tuple[Any, ...],
+) -> tuple[str | None, str | None, str | None, tuple[tuple[str, str], ...]]:
+    """(user, host, ip, what goes to `extra`) from the record's login.user, account.user,
+    account.host, login.ip, login.os and login.proxy."""
+    login_user, account_user, account_host, login_ip, os_login, proxy = map(_text, given)
+    user, account_name, host, ip, host_pattern = _enterprise_who(
+        login_user, account_user, account_host, login_ip
+    )
+    known = (
+        ("account", account_name),
+        ("account_host", host_pattern),
+        ("os_login", os_login),
+        ("proxy_user", proxy),
+    )
+    return user, host, ip, tuple((key, value) for key, value in known if value)
+
+
 @lru_cache(maxsize=256)
 def _enterprise_time(stamp: str) -> datetime | None:
     when = parse_time(stamp)
@@ -520,19 +539,13 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         _keep(extra, v.get("startup_data"), _SERVER_FIELDS)
         _keep(extra, v.get("shutdown_data"), _SERVER_FIELDS)
     _keep(extra, v.get("query_statistics"), _STATISTICS)
-    user, account_name, host, ip, account_host = _enterprise_who(
-        _text(login.get("user")),
-        _text(account.get("user")),
-        _text(account.get("host")),
-        _text(login.get("ip")),
-    )
-    if account_name:
-        extra["account"] = account_name
-    if account_host:
-        extra["account_host"] = account_host
-    if login:
-        _put(extra, "os_login", login.get("os"))
-        _put(extra, "proxy_user", login.get("proxy"))
+    given = (login.get("user"), account.get("user"), account.get("host"), login.get("ip"))
+    given += (login.get("os"), login.get("proxy"))
+    try:
+        user, host, ip, known = _enterprise_people(given)
+    except TypeError:  # a list or an object where text belongs: unhashable, read it uncached
+        user, host, ip, known = _enterprise_people.__wrapped__(given)
+    extra.update(known)
     stamp = _text(v.get("timestamp"))
     when = _enterprise_time(stamp) if stamp else None
     if stamp and when is None:
