@@ -23,12 +23,14 @@ session that has none), and flags outside FLAGS (`unparsed`, `time_approximate`.
 What each log can tell, and so what the truth expects of it (truth.json has one entry per
 record as each log writes it):
 - the general log file and the table cannot tell whether a statement succeeded: a DELETE
-  that failed is a destructive DELETE there (server_audit flags it `failed` with its code);
-  a refused login is visible in all (two Connect records there, FAILED_CONNECT in the audit);
+  that failed is a destructive DELETE there (server_audit flags it `failed` with its code),
+  and a refused attempt to switch logging off is a gap that the next record closes; a
+  refused login is visible in all (two Connect records there, FAILED_CONNECT in the audit);
 - server_audit writes a binary-protocol Execute, and the statement an SQL EXECUTE ran, as a
   plain query: it cannot tell that they were prepared; it writes each statement of a
   multi-statement string, and the statements a CALL ran (before the CALL); it masks
-  passwords; it shows no restart (connection ids starting over say it);
+  passwords; it writes no restart banner: connection ids starting over show the restart,
+  at the next login;
 - the table lost the attacker's TRUNCATE of itself (the statement's row went with the
   rest); the audit log does not have her last step (it was switched off just before).
 """
@@ -441,3 +443,32 @@ def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(c
         drop.session.boot
         != Event.objects.get(server="crime-general_log", connection_id=405, command="Connect").session.boot
     )
+
+
+def test_the_gaps_each_log_shows(crime_scene) -> None:  # type: ignore[no-untyped-def]
+    """Where recording stopped, as each log shows it, in order, with whether it is still open."""
+    from ingest.models import Gap
+
+    def gaps(log: str) -> list[tuple[str, str, bool]]:
+        found = Gap.objects.filter(server=server_of(log)).order_by("started_at", "id")
+        return [(g.reason, g.detail, g.ended_at is None) for g in found]
+
+    def off(sql: str, *, still: bool = False) -> tuple[str, str, bool]:
+        return ("logging_off", f"logging switched off by {sql!r}", still)
+
+    # The general log cannot tell that mallory's first attempts were refused: each opens a gap
+    # that her next statement closes.
+    refused = [
+        off("SET GLOBAL general_log = OFF"),
+        off("SET GLOBAL log_output = 'NONE'"),
+        off("UNINSTALL SONAME 'server_audit'"),
+    ]
+    last = [off("SET GLOBAL server_audit_logging = OFF"), off("SET GLOBAL general_log = OFF", still=True)]
+    opened = ("log_opened", "the server restarted, or logging was switched on again", False)
+    restart = ("restart", "the server restarted: connection ids started over", False)
+    assert gaps("general_log") == [*refused, opened, *last]
+    assert gaps("table_csv") == gaps("table_tsv") == [*refused, restart, *last]
+    # server_audit knows the attempts failed. It sees the restart only at the next login (the
+    # harness's switching on, just before, is logged without its connection's CONNECT), and
+    # its last record is mallory switching it off.
+    assert gaps("server_audit") == [restart, off("SET GLOBAL server_audit_logging = OFF", still=True)]
