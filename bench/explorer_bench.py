@@ -4,6 +4,9 @@
     flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py generate --events 10000000
     # 2. server time of each page: the Django test client in this process, several runs each
     flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py measure --runs 15
+    # what the investigation indexes cost ingestion: COPY of 1M of those events into a copy of
+    # the event table with the ingest app's indexes, then with the investigation ones added
+    flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py indexcost
     # 3. drop the scratch database
     .venv/bin/python bench/explorer_bench.py drop
 
@@ -221,6 +224,9 @@ def measure(db: str, runs: int) -> None:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from investigations.tables import tables_seen_refresh
+
+    tables_seen_refresh()  # as the background task leaves it (timed below)
     user, _ = get_user_model().objects.get_or_create(username="bench-investigator")
     client = Client()
     client.force_login(user)
@@ -240,7 +246,14 @@ def measure(db: str, runs: int) -> None:
                         "p95_ms": p95, "bytes": len(response.content)})  # fmt: skip
         print(f"{name:45} median {statistics.median(times):7.1f} ms  p95 {p95:7.1f} ms", flush=True)
     from ingest.models import Event
+    from investigations.tables import tables_seen_refresh
 
+    began = time.perf_counter()
+    names = tables_seen_refresh()  # the Tables page's list, rebuilt in the background
+    rebuild_ms = (time.perf_counter() - began) * 1000
+    print(f"{'tables list rebuild (background task)':45} once   {rebuild_ms:7.1f} ms  ({names} names)")
+    results.append({"page": "tables list rebuild (background task, once)", "url": "", "runs": 1,
+                    "median_ms": rebuild_ms, "p95_ms": rebuild_ms, "bytes": 0})  # fmt: skip
     count = Event.objects.count()
     OUT.mkdir(exist_ok=True)
     report = {"events": count, "machine": machine(), "results": results,
@@ -252,9 +265,68 @@ def measure(db: str, runs: int) -> None:
         print(f"| {r['page']} | {r['median_ms']:.0f} ms | {r['p95_ms']:.0f} ms |")
 
 
+# The event table's indexes as the ingest app makes them (migrations 0002 and 0008), and those the
+# investigation pages add (investigations/migrations/0003 and 0004), on a scratch copy.
+INGEST_INDEXES = [
+    "CREATE INDEX ON {t} (id)",
+    "CREATE UNIQUE INDEX ON {t} (occurred_at, record_hash) NULLS NOT DISTINCT",
+    "CREATE INDEX ON {t} USING brin (occurred_at)",
+    "CREATE INDEX ON {t} (occurred_at DESC) WHERE destructive",
+    "CREATE INDEX ON {t} (session_id, occurred_at)",
+]
+INVESTIGATION_INDEXES = [
+    "CREATE INDEX ON {t} USING gin (tables)",
+    "CREATE INDEX ON {t} (occurred_at DESC) WHERE flags @> '{{anti_forensic}}'::varchar(40)[]",
+    "CREATE INDEX ON {t} (occurred_at)"
+    " WHERE destructive AND statement_type IN ('RENAME TABLE', 'ALTER TABLE')",
+    "CREATE INDEX ON {t} USING gin (tables) WHERE destructive",
+]
+
+
+def indexcost(db: str, rows: int, runs: int = 3) -> None:
+    """COPY `rows` events (binary, time order, as the store writer sends them) into a scratch
+    partitioned table: with the ingest indexes, then with the investigation ones too."""
+    import psycopg
+
+    with psycopg.connect(f"{PG}/{db}", autocommit=True) as conn:
+        with conn.cursor() as cur:
+            cur.execute("DROP TABLE IF EXISTS bench_copy")
+            cur.execute("CREATE TABLE bench_copy (LIKE ingest_event) PARTITION BY RANGE (occurred_at)")
+            cur.execute(
+                "CREATE TABLE bench_copy_p PARTITION OF bench_copy FOR VALUES FROM (MINVALUE) TO (MAXVALUE)"
+            )
+            data = bytearray()
+            select = f"SELECT * FROM ingest_event ORDER BY occurred_at LIMIT {rows}"  # noqa: S608 (an int)
+            with cur.copy(f"COPY ({select}) TO STDOUT (FORMAT binary)") as copy:
+                for chunk in copy:
+                    data += chunk
+        figures = {}
+        for label, indexes in (
+            ("ingest indexes", INGEST_INDEXES),
+            ("+ investigation indexes", INVESTIGATION_INDEXES),
+        ):
+            for sql in indexes:
+                conn.execute(sql.format(t="bench_copy"))
+            times = []
+            for _ in range(runs):
+                conn.execute("TRUNCATE bench_copy")
+                began = time.perf_counter()
+                with conn.cursor() as cur, cur.copy("COPY bench_copy FROM STDIN (FORMAT binary)") as copy:
+                    copy.write(bytes(data))
+                conn.execute("VACUUM bench_copy")  # GIN's pending list is merged here: part of the cost
+                times.append(time.perf_counter() - began)
+            figures[label] = statistics.median(times)
+            print(
+                f"{label:28} {rows / figures[label]:>9,.0f} rows/s (median of {runs}: {figures[label]:.2f} s)"
+            )
+        conn.execute("DROP TABLE bench_copy")
+    first, second = figures.values()
+    print(f"the investigation indexes cost {100 * (second / first - 1):.0f}% more COPY time")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["generate", "measure", "drop"])
+    ap.add_argument("command", choices=["generate", "measure", "indexcost", "drop"])
     ap.add_argument("--db", default="auditweb_bench10m")
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--runs", type=int, default=15)
@@ -263,6 +335,8 @@ def main() -> int:
         generate(args.db, args.events)
     elif args.command == "measure":
         measure(args.db, args.runs)
+    elif args.command == "indexcost":
+        indexcost(args.db, 1_000_000)
     else:
         admin_sql(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
     return 0

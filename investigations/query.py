@@ -317,25 +317,27 @@ class Timeline:
         return sum(sum(s.counts) for s in self.series)
 
 
+def time_bounds(queryset: QuerySet[Event]) -> tuple[datetime | None, datetime | None]:
+    """The first and last time of the events (two walks of the time index from either end)."""
+    bounds = queryset.aggregate(first=Min("occurred_at"), last=Max("occurred_at"))
+    return bounds["first"], bounds["last"]
+
+
 def timeline(
     queryset: QuerySet[Event],
-    since: datetime | None,
-    until: datetime | None,
+    since: datetime,
+    until: datetime,
     *,
     origin: datetime,
     server: str | None = None,
 ) -> Timeline | None:
-    """Events of `queryset` per time bucket and statement type (destructive ones apart), with gaps.
+    """Events of `queryset` in [since, until) per time bucket and statement type (destructive
+    ones apart), with the gaps there. None: an empty range, nothing to draw.
 
-    The range is [since, until) where given, else the matching events' first and last time.
     Buckets are `date_bin(width, occurred_at, origin)`: `origin` is a midnight in the viewer's
-    zone, so hours and days start where the viewer's clock says they do. None: nothing to draw.
+    zone, so hours and days start where the viewer's clock says they do.
     """
-    if since is None or until is None:
-        bounds = queryset.aggregate(first=Min("occurred_at"), last=Max("occurred_at"))
-        since = since or bounds["first"]
-        until = until or (bounds["last"] + timedelta(microseconds=1) if bounds["last"] else None)
-    if since is None or until is None or until <= since:
+    if until <= since:
         return None
     width = bucket_width(until - since)
     first = origin + ((since - origin) // width) * width

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ingest.alerts import alert_cursor
@@ -61,11 +62,9 @@ class EventPageSerializer(serializers.Serializer):
 
 class AlertSerializer(serializers.ModelSerializer):
     cursor = serializers.SerializerMethodField(help_text="Give it as `after` to get the alerts that follow")
-    occurred_at = UtcDateTimeField(
-        read_only=True, allow_null=True, help_text="The event's time, or when the trouble was found (UTC)"
-    )
     created_at = UtcDateTimeField(read_only=True, help_text="When AuditWeb raised the alert (UTC)")
-    event = EventSerializer(read_only=True, allow_null=True, help_text="The event, for event alerts")
+    occurred_at = serializers.SerializerMethodField()
+    event = serializers.SerializerMethodField()
     source = serializers.SerializerMethodField()
 
     class Meta:
@@ -74,6 +73,19 @@ class AlertSerializer(serializers.ModelSerializer):
 
     def get_cursor(self, alert: Alert) -> str:
         return alert_cursor(alert)
+
+    @extend_schema_field(UtcDateTimeField(allow_null=True))
+    def get_occurred_at(self, alert: Alert) -> str | None:
+        """The event's time, or when the trouble was found (UTC)."""
+        return UtcDateTimeField().to_representation(
+            alert.event_time if alert.event_hash else alert.created_at
+        )
+
+    @extend_schema_field(EventSerializer(allow_null=True))
+    def get_event(self, alert: Alert) -> dict | None:
+        """The event, for event alerts (`ingest.alerts.alerts_after` attaches it)."""
+        event = getattr(alert, "event", None)
+        return EventSerializer(event).data if event is not None else None
 
     def get_source(self, alert: Alert) -> dict | None:
         """The source, for source-health alerts: its id and name."""

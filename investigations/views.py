@@ -28,6 +28,7 @@ from investigations.query import (
     keyset_page,
     recent_gaps,
     session_context,
+    time_bounds,
     time_limit,
     timeline,
 )
@@ -35,6 +36,7 @@ from investigations.query import (
 PAGE_SIZE = 50
 COUNT_LIMIT = 10_000  # beyond this the explorer says "more than 10,000"
 PAGE_MS, COUNT_MS, CHART_MS = 15_000, 2_000, 5_000  # PostgreSQL stops a query after this long
+CHART_DEFAULT_SPAN = timedelta(days=1)  # charted before the newest event when the filter has no From
 KEPT_FILTERS = ("session",)  # set by links, no field in the form: kept as hidden inputs
 QUICK_RANGES = {"1h": ("Last hour", timedelta(hours=1)), "24h": ("Last 24 hours", timedelta(days=1)),
                 "7d": ("Last 7 days", timedelta(days=7))}  # fmt: skip
@@ -131,6 +133,39 @@ def _zone_links(request: HttpRequest, flt: EventFilter, params: QueryDict) -> li
     return links
 
 
+def _chart_range(
+    flt: EventFilter, since: datetime | None, until: datetime | None, found: dict[str, object]
+) -> tuple[datetime | None, datetime | None]:
+    """The chart's range: the filter's From/Until; where one is open, the matching events' first
+    or last time, but no more than CHART_DEFAULT_SPAN before the newest when From is open (a
+    chart of all of a big store would take seconds). Links offer longer spans (`chart_spans`)."""
+    if since and until:
+        return since, until
+    first, last = time_bounds(flt.qs)
+    if last is None:
+        return None, None
+    until = until or last + timedelta(microseconds=1)
+    if since is None and first is not None:
+        since = max(first, until - CHART_DEFAULT_SPAN)
+        if since > first:
+            found["chart_spans"] = _longer_spans(flt, first, until)
+    return since, until
+
+
+def _longer_spans(flt: EventFilter, first: datetime, until: datetime) -> list[dict[str, str]]:
+    """Links charting more than the default span: 7 and 30 days back, and from the first event."""
+    links = []
+    for label, since in (("7 days", until - timedelta(days=7)), ("30 days", until - timedelta(days=30)),
+                         ("all", first)):  # fmt: skip
+        if since >= first or label == "all":
+            query = flt.data.copy()
+            query.pop("cursor", None)
+            query["since"] = timezone.localtime(since).strftime("%Y-%m-%dT%H:%M:%S")
+            query["tz"] = timezone.get_current_timezone_name()
+            links.append({"label": label, "query": query.urlencode()})
+    return links
+
+
 def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
     """What the results partial shows: a page of events, the count, the timeline (or why not)."""
     found: dict[str, object] = {}
@@ -149,16 +184,18 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
     if params.get("cursor"):
         return found  # older pages: the count and the chart are the first page's
     since, until = flt.form.cleaned_data.get("since"), flt.form.cleaned_data.get("until")
-    origin = timezone.make_aware(ORIGIN)
+    server = flt.form.cleaned_data.get("server")
+    tl = None
     try:
-        server = flt.form.cleaned_data.get("server")
         with time_limit(CHART_MS):
-            tl = timeline(flt.qs, since, until, origin=origin, server=server)
+            chart_since, chart_until = _chart_range(flt, since, until, found)
+            if chart_since and chart_until:
+                origin = timezone.make_aware(ORIGIN)
+                tl = timeline(flt.qs, chart_since, chart_until, origin=origin, server=server)
         if tl is not None:
             found.update(timeline=tl, chart=chart_data(tl, bool(server)), buckets=bucket_rows(tl))
     except TooSlow:
         found["chart_error"] = "The chart would take too long for this filter: narrow the time range."
-        tl = None
     if tl is not None and since and until:
         found["count"], found["count_more"] = tl.total, False  # the chart counted exactly this
     else:

@@ -181,3 +181,18 @@ def test_a_source_that_vanishes_or_falls_silent_raises_one_alert_until_it_recove
     assert alerts[1]["reason"] == "healthy again"
     assert alerts[2]["reason"].startswith("no new data for 10 min")
     assert alerts[0]["event"] is None
+
+
+def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their_own_alerts(
+    api_client, ingest_bytes
+) -> None:  # type: ignore[no-untyped-def]
+    """A file read again after it grew: the writer's slow path stores (and alerts) the new events only."""
+    lines = SCENARIO.read_bytes().splitlines(keepends=True)
+    half = len(lines) * 2 // 3
+    ingest_bytes(b"".join(lines[:half]), server="shop-db")
+    first = Alert.objects.count()
+    ingest_bytes(b"".join(lines), server="shop-db")
+    alerts, _ = poll_all(api_client)
+    worth = Event.objects.filter(Q(destructive=True) | Q(flags__overlap=["anti_forensic", "privilege_change"]))
+    assert sorted(a["event"]["id"] for a in alerts) == sorted(worth.values_list("id", flat=True))
+    assert len(alerts) > first > 0
