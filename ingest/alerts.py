@@ -4,13 +4,13 @@ that became unhealthy, in the order they became visible, with a cursor that neve
 Why not simply "id greater than the last one seen": ids are handed out when rows are
 written, but transactions commit in another order. Two workers ingest at once; the one
 holding ids 100-119 commits after the one holding 120-139, and a poller that read 139 in
-between would never see 100-119. So alerts are numbered (`position`) by a trigger that
-first takes one transaction-level advisory lock (ALERT_LOCK_KEY), held until the
-transaction ends: a transaction numbering alerts waits until the one before it has
-committed, so positions become visible in order, and "after position N" is a cursor that
-misses nothing and repeats nothing. What it costs: transactions that raise alerts take
-turns between their first alert and their commit (for an ingest batch: its last
-statements, milliseconds).
+between would never see 100-119. So alerts are numbered (`position`, a sequence) only
+after a statement trigger has taken one transaction-level advisory lock (ALERT_LOCK_KEY),
+held until the transaction ends: a transaction numbering alerts waits until the one
+before it has committed, so positions become visible in order, and "after position N" is
+a cursor that misses nothing and repeats nothing. What it costs: transactions that raise
+alerts take turns between their first alert and their commit (for an ingest batch: its
+last statements, milliseconds).
 """
 
 from __future__ import annotations
@@ -20,29 +20,27 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.utils import timezone
+from django.db.models import BooleanField, Q
+from django.db.models.expressions import RawSQL
 
-from ingest.models import Alert, Source
+from ingest.models import Alert, Event, Source
 
 # Which alert an event raises, most serious first (an event raises one).
 EVENT_ALERT_FLAGS = (Alert.Kind.ANTI_FORENSIC.value, Alert.Kind.PRIVILEGE_CHANGE.value)
+# The same, in SQL over an event row (the store's slow path and migration 0010 use it).
+KIND_SQL = (
+    "CASE WHEN 'anti_forensic' = ANY(flags) THEN 'anti_forensic'"
+    " WHEN 'privilege_change' = ANY(flags) THEN 'privilege_change' ELSE 'destructive' END"
+)
+WORTH_SQL = "(destructive OR flags && ARRAY['anti_forensic', 'privilege_change']::varchar[])"
 
-# (time, record hash, kind) of events to alert on, as the store writer has them.
-AlertKey = tuple[datetime | None, bytes, str]
+# (time, record hash, kind, server) of an event to alert on, as the store writer has them.
+AlertKey = tuple[datetime | None, bytes, str, str]
 
-_INSERT_TIMED = """
-INSERT INTO ingest_alert (kind, server, occurred_at, created_at, event_id, reason)
-SELECT k.kind, e.server, e.occurred_at, now(), e.id, ''
-FROM unnest(%s::timestamptz[], %s::bytea[], %s::varchar[]) AS k(t, h, kind)
-JOIN ingest_event e ON e.occurred_at = k.t AND e.record_hash = k.h
-ON CONFLICT (event_id) DO NOTHING
-"""
-_INSERT_UNTIMED = """
-INSERT INTO ingest_alert (kind, server, occurred_at, created_at, event_id, reason)
-SELECT k.kind, e.server, NULL, now(), e.id, ''
-FROM unnest(%s::bytea[], %s::varchar[]) AS k(h, kind)
-JOIN ingest_event e ON e.occurred_at IS NULL AND e.record_hash = k.h
-ON CONFLICT (event_id) DO NOTHING
+_INSERT = """
+INSERT INTO ingest_alert (kind, server, event_time, event_hash, created_at, reason)
+SELECT kind, server, t, h, now(), ''
+FROM unnest(%s::varchar[], %s::varchar[], %s::timestamptz[], %s::bytea[]) AS k(kind, server, t, h)
 """
 
 
@@ -55,17 +53,15 @@ def event_alert_kind(destructive: bool, flags: set[str] | frozenset[str]) -> str
 
 
 def raise_event_alerts(keys: Sequence[AlertKey]) -> None:
-    """One alert for each of these events, in the transaction that stored them. An event
-    stored before (the same bytes read again) has its alert already: none is added."""
-    timed = [k for k in keys if k[0] is not None]
-    untimed = [k for k in keys if k[0] is None]
+    """One alert for each of these events, which the current transaction has just stored (new
+    ones only: the same bytes read again raise nothing, see EventWriter)."""
+    if not keys:
+        return
     with connection.cursor() as cur:
-        if timed:
-            cur.execute(
-                _INSERT_TIMED, [[t for t, _, _ in timed], [h for _, h, _ in timed], [k for *_, k in timed]]
-            )
-        if untimed:
-            cur.execute(_INSERT_UNTIMED, [[h for _, h, _ in untimed], [k for *_, k in untimed]])
+        cur.execute(
+            _INSERT,
+            [[k[2] for k in keys], [k[3] for k in keys], [k[0] for k in keys], [k[1] for k in keys]],
+        )
 
 
 def note_source_health(source: Source, state: str, reasons: list[str], kinds: list[str]) -> Alert | None:
@@ -88,7 +84,6 @@ def note_source_health(source: Source, state: str, reasons: list[str], kinds: li
     return Alert.objects.create(
         kind=Alert.Kind.SOURCE_HEALTH,
         server=source.server,
-        occurred_at=timezone.now(),
         source=source,
         reason=reason[:2000],
     )
@@ -96,7 +91,7 @@ def note_source_health(source: Source, state: str, reasons: list[str], kinds: li
 
 # -- the feed ------------------------------------------------------------------------------------
 
-ALERT_LOCK_KEY = 0x41575F41  # "AW_A": the trigger of migration 0010 takes it before numbering
+ALERT_LOCK_KEY = 0x41575F41  # "AW_A": migration 0010's trigger takes it before rows are numbered
 
 
 class BadCursor(ValueError):
@@ -115,10 +110,9 @@ def alert_cursor(alert: Alert) -> str:
 
 
 def alerts_after(cursor: str | None, size: int) -> AlertPage:
-    """The alerts after `cursor` (from the first one when None), at most `size`, in order."""
-    alerts = Alert.objects.select_related("event__session", "event__source_file", "source").order_by(
-        "position"
-    )
+    """The alerts after `cursor` (from the first one when None), at most `size`, in order; each
+    event alert with its event as `alert.event` (None for health alerts)."""
+    alerts = Alert.objects.select_related("source").order_by("position")
     if cursor:
         if not cursor.isdigit() or len(cursor) > 19:
             raise BadCursor("This cursor is not one AuditWeb gave out.")
@@ -126,4 +120,27 @@ def alerts_after(cursor: str | None, size: int) -> AlertPage:
     items = list(alerts[: size + 1])
     more = len(items) > size
     items = items[:size]
+    events = _events_of(items)
+    for alert in items:
+        key = (alert.event_time, bytes(alert.event_hash)) if alert.event_hash is not None else None
+        alert.event = events.get(key) if key else None  # type: ignore[attr-defined]
     return AlertPage(items, alert_cursor(items[-1]) if items else cursor, more)
+
+
+def _events_of(alerts: list[Alert]) -> dict[tuple[datetime | None, bytes], Event]:
+    """The events of these alerts, by (time, record hash): one query through the unique index."""
+    keys = [(a.event_time, bytes(a.event_hash)) for a in alerts if a.event_hash is not None]
+    if not keys:
+        return {}
+    timed = [k for k in keys if k[0] is not None]
+    untimed = [h for t, h in keys if t is None]
+    match = Q(occurred_at__isnull=True, record_hash__in=untimed) if untimed else Q(pk__in=[])
+    if timed:
+        pairs = RawSQL(
+            "(occurred_at, record_hash) IN (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))",
+            ([t for t, _ in timed], [h for _, h in timed]),
+            output_field=BooleanField(),
+        )
+        match |= Q(pairs, occurred_at__in=[t for t, _ in timed])  # (the times prune partitions)
+    events = Event.objects.filter(match).select_related("session", "source_file")
+    return {(e.occurred_at, bytes(e.record_hash)): e for e in events}

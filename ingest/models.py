@@ -306,18 +306,25 @@ class Alert(models.Model):
         DESTRUCTIVE = "destructive", "destructive statement"
         SOURCE_HEALTH = "source_health", "source unhealthy"
 
-    # The feed's order and cursor. A trigger (migration 0010) numbers each new alert while its
-    # transaction holds one lock until it commits: alerts become visible in this order.
-    position = models.BigIntegerField(unique=True, db_default=0, editable=False)
+    # The feed's order and cursor, numbered by the database. A statement trigger (migration 0010)
+    # first takes a lock that the transaction holds until it ends: a later number always
+    # belongs to a transaction that committed later, so alerts become visible in this order.
+    position = models.BigIntegerField(
+        unique=True,
+        editable=False,
+        db_default=models.Func(models.Value("ingest_alert_position"), function="nextval"),
+    )
     kind = models.CharField(max_length=20, choices=Kind.choices)
     server = models.CharField(max_length=200)
-    occurred_at = models.DateTimeField(null=True, help_text="The event's time, or when the trouble was found")
     created_at = models.DateTimeField(default=timezone.now)
-    # Events are partitioned (their key is (id, occurred_at)): the id is kept without a constraint.
-    event = models.OneToOneField(
-        Event, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="alert"
-    )
-    source = models.ForeignKey(Source, on_delete=models.CASCADE, null=True, related_name="alerts")
+    # The event, by its identity in the store: (occurred_at, record_hash) is unique there, and
+    # raising an alert costs no look-up of the event's id (events are partitioned, and the
+    # alert is written in the same statement or transaction that stores the event).
+    event_time = models.DateTimeField(null=True)
+    event_hash = models.BinaryField(max_length=16, null=True)
+    source = models.ForeignKey(
+        Source, on_delete=models.CASCADE, null=True, related_name="alerts", db_index=False
+    )  # (health alerts are few: no index kept up for them)
     reason = models.TextField(blank=True)
 
     def __str__(self) -> str:

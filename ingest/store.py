@@ -17,7 +17,7 @@ from datetime import date, datetime
 import psycopg
 from django.db import connection, transaction
 
-from ingest.alerts import AlertKey, event_alert_kind, raise_event_alerts
+from ingest.alerts import KIND_SQL, WORTH_SQL, AlertKey, event_alert_kind, raise_event_alerts
 from ingest.events import Event, FlagCorrection, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
 
@@ -52,6 +52,20 @@ ON CONFLICT (key) DO UPDATE SET
     ended_at = GREATEST(ingest_session.ended_at, EXCLUDED.ended_at),
     attributed = ingest_session.attributed OR EXCLUDED.attributed
 """
+
+
+# The slow path: a batch some of whose events are stored already. _COLUMN_LIST is a constant.
+_INSERT_NEW = f"""
+WITH new AS (
+    INSERT INTO ingest_event ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
+    ORDER BY line ON CONFLICT DO NOTHING
+    RETURNING server, occurred_at, record_hash, destructive, flags, line
+), alerts AS (
+    INSERT INTO ingest_alert (kind, server, event_time, event_hash, created_at, reason)
+    SELECT {KIND_SQL}, server, occurred_at, record_hash, now(), '' FROM new WHERE {WORTH_SQL} ORDER BY line
+)
+SELECT count(*) FROM new
+"""  # noqa: S608
 
 
 def _bounded(value: str | None, limit: int) -> str | None:
@@ -180,7 +194,7 @@ class RowFormatter:
         rows = NULL if e.rows_affected is None else str(e.rows_affected)
         record_hash = e.record_hash(None if when is NULL else when)
         if what[3] is not None:
-            self._alerts.append((occurred, record_hash, what[3]))
+            self._alerts.append((occurred, record_hash, what[3], e.server))
         return (
             f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
             f"\t{e.line}\t{e.offset}\t\\\\x{record_hash.hex()}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
@@ -246,9 +260,7 @@ class EventWriter:
                 if not isinstance(e.__cause__, psycopg.errors.UniqueViolation):
                     raise
                 self.slow_path = True
-        stored = self._insert_new(batch.rows)
-        raise_event_alerts(batch.alerts)
-        return stored
+        return self._insert_new(batch.rows)
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
@@ -291,6 +303,6 @@ class EventWriter:
         self._copy("event_staging", rows)
         with connection.cursor() as cur:
             # _COLUMN_LIST is a constant of this module, not input.
-            insert = f"INSERT INTO ingest_event ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging"  # noqa: S608
-            cur.execute(insert + " ORDER BY line ON CONFLICT DO NOTHING")
-            return cur.rowcount
+            # Only the events new to the store raise alerts: those the insert returns.
+            cur.execute(_INSERT_NEW)
+            return cur.fetchone()[0]
