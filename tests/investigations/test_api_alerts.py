@@ -193,6 +193,8 @@ def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their
     first = Alert.objects.count()
     ingest_bytes(b"".join(lines), server="shop-db")
     alerts, _ = poll_all(api_client)
-    worth = Event.objects.filter(Q(destructive=True) | Q(flags__overlap=["anti_forensic", "privilege_change"]))
+    worth = Event.objects.filter(
+        Q(destructive=True) | Q(flags__overlap=["anti_forensic", "privilege_change"])
+    )
     assert sorted(a["event"]["id"] for a in alerts) == sorted(worth.values_list("id", flat=True))
     assert len(alerts) > first > 0
