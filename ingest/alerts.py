@@ -34,14 +34,10 @@ KIND_SQL = (
 )
 WORTH_SQL = "(destructive OR flags && ARRAY['anti_forensic', 'privilege_change']::varchar[])"
 
-# (time, record hash, kind, server) of an event to alert on, as the store writer has them.
-AlertKey = tuple[datetime | None, bytes, str, str]
-
-_INSERT = """
-INSERT INTO ingest_alert (kind, server, event_time, event_hash, created_at, reason)
-SELECT kind, server, t, h, now(), ''
-FROM unnest(%s::varchar[], %s::varchar[], %s::timestamptz[], %s::bytea[]) AS k(kind, server, t, h)
-"""
+# The alert of an event as a line of COPY text (kind, server, event_time, event_hash): the
+# store's formatter writes it beside the event's row (ingest.store.RowFormatter).
+AlertLine = str
+ALERT_COPY = "COPY ingest_alert (kind, server, event_time, event_hash) FROM STDIN"
 
 
 def event_alert_kind(destructive: bool, flags: set[str] | frozenset[str]) -> str | None:
@@ -52,16 +48,14 @@ def event_alert_kind(destructive: bool, flags: set[str] | frozenset[str]) -> str
     return Alert.Kind.DESTRUCTIVE.value if destructive else None
 
 
-def raise_event_alerts(keys: Sequence[AlertKey]) -> None:
+def raise_event_alerts(lines: Sequence[AlertLine]) -> None:
     """One alert for each of these events, which the current transaction has just stored (new
-    ones only: the same bytes read again raise nothing, see EventWriter)."""
-    if not keys:
+    ones only: the same bytes read again raise nothing, see EventWriter). COPY fires the
+    numbering trigger like INSERT does."""
+    if not lines:
         return
-    with connection.cursor() as cur:
-        cur.execute(
-            _INSERT,
-            [[k[2] for k in keys], [k[3] for k in keys], [k[0] for k in keys], [k[1] for k in keys]],
-        )
+    with connection.connection.cursor() as cur, cur.copy(ALERT_COPY) as copy:
+        copy.write("".join(lines).encode())
 
 
 def note_source_health(source: Source, state: str, reasons: list[str], kinds: list[str]) -> Alert | None:
@@ -81,11 +75,9 @@ def note_source_health(source: Source, state: str, reasons: list[str], kinds: li
         reason = "; ".join(reasons)
     else:
         reason = "healthy again" if state in ("ok", "waiting") else f"no longer watched ({state})"
+    # (position and created_at come back from the database: their defaults are its own)
     return Alert.objects.create(
-        kind=Alert.Kind.SOURCE_HEALTH,
-        server=source.server,
-        source=source,
-        reason=reason[:2000],
+        kind=Alert.Kind.SOURCE_HEALTH, server=source.server, source=source, reason=reason[:2000]
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import BrinIndex
 from django.db import models
+from django.db.models.functions import Now
 from django.utils import timezone
 
 
@@ -316,7 +317,7 @@ class Alert(models.Model):
     )
     kind = models.CharField(max_length=20, choices=Kind.choices)
     server = models.CharField(max_length=200)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(db_default=Now())
     # The event, by its identity in the store: (occurred_at, record_hash) is unique there, and
     # raising an alert costs no look-up of the event's id (events are partitioned, and the
     # alert is written in the same statement or transaction that stores the event).
@@ -325,7 +326,7 @@ class Alert(models.Model):
     source = models.ForeignKey(
         Source, on_delete=models.CASCADE, null=True, related_name="alerts", db_index=False
     )  # (health alerts are few: no index kept up for them)
-    reason = models.TextField(blank=True)
+    reason = models.TextField(blank=True, db_default="")
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} on {self.server}"

@@ -535,6 +535,11 @@ def _resume_dict(offset: int, line: int, last_time: datetime | None = None) -> d
     return {"offset": offset, "line": line, "last_time": last_time.isoformat() if last_time else None}
 
 
+def _resume_before(point: tuple[int, int, datetime | None] | None, item: Item) -> dict[str, object]:
+    """The resume point just before `item`: the parser's own when it gives one, else the item's."""
+    return _resume_dict(*point) if point else _resume_dict(item.offset, item.line)
+
+
 def tail_messages(
     *,
     fmt: str,
@@ -563,7 +568,9 @@ def tail_messages(
     A file that is finished is read to its end and every stage flushed.
     """
     start_line = lines.line
-    resume_fn: Callable[[], dict[str, object]] | None = None
+    # Where the parser would resume before its next item, as it tells it (a cheap tuple: the
+    # resume point is made of it only where a cut is made).
+    resume_point: Callable[[], tuple[int, int, datetime | None]] | None = None
     if fmt == "general-log":
         parser = GeneralLogParser(start_offset=lines.offset, start_line=start_line, last_time=last_time)
 
@@ -573,10 +580,7 @@ def tail_messages(
                 yield from parser.finish()
 
         items: Iterator[Item] = general()
-
-        def resume_fn() -> dict[str, object]:
-            return _resume_dict(*parser.resume_point())
-
+        resume_point = parser.resume_point
     else:
         items = TAIL_PARSERS[fmt](lines, lines.offset, start_line, hints)
 
@@ -604,22 +608,22 @@ def tail_messages(
         before_banner: _Cut | None = None
         iterator = iter(items)
         while True:
-            before = resume_fn() if resume_fn else None
+            before = resume_point() if resume_point else None
             try:
                 item = next(iterator)
             except StopIteration:
                 if not finish:
-                    final = before_banner or cut(before or _resume_dict(lines.offset, lines.line))
+                    end = _resume_dict(*before) if before else _resume_dict(lines.offset, lines.line)
+                    final = before_banner or cut(end)
                 return
-            here = before or _resume_dict(item.offset, item.line)
             if not finish and lines.eof:
-                final = before_banner or cut(here)
+                final = before_banner or cut(_resume_before(before, item))
                 return
             if isinstance(item, ServerStart):
-                before_banner = before_banner or cut(here)
+                before_banner = before_banner or cut(_resume_before(before, item))
             else:
                 if want_cut and before_banner is None:
-                    cuts.append(cut(here))
+                    cuts.append(cut(_resume_before(before, item)))
                     want_cut = False
                 before_banner = None
             yield item

@@ -17,7 +17,7 @@ from datetime import date, datetime
 import psycopg
 from django.db import connection, transaction
 
-from ingest.alerts import KIND_SQL, WORTH_SQL, AlertKey, event_alert_kind, raise_event_alerts
+from ingest.alerts import KIND_SQL, WORTH_SQL, AlertLine, event_alert_kind, raise_event_alerts
 from ingest.events import Event, FlagCorrection, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
 
@@ -61,8 +61,8 @@ WITH new AS (
     ORDER BY line ON CONFLICT DO NOTHING
     RETURNING server, occurred_at, record_hash, destructive, flags, line
 ), alerts AS (
-    INSERT INTO ingest_alert (kind, server, event_time, event_hash, created_at, reason)
-    SELECT {KIND_SQL}, server, occurred_at, record_hash, now(), '' FROM new WHERE {WORTH_SQL} ORDER BY line
+    INSERT INTO ingest_alert (kind, server, event_time, event_hash)
+    SELECT {KIND_SQL}, server, occurred_at, record_hash FROM new WHERE {WORTH_SQL} ORDER BY line
 )
 SELECT count(*) FROM new
 """  # noqa: S608
@@ -121,7 +121,7 @@ class FormattedBatch:
     rows: list[str]  # one COPY line per event
     sessions: list[tuple[object, ...]]  # session rows to upsert (see _session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
-    alerts: list[AlertKey] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
+    alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
 
 
 def _session_row(s: SessionInfo) -> tuple[object, ...]:
@@ -144,7 +144,7 @@ class RowFormatter:
         # Formatted COPY fields, by what they were formatted from (see _row).
         self._who: dict[tuple[object, ...], str] = {}
         self._what: dict[tuple[object, ...], tuple[str, str, str, str | None]] = {}
-        self._alerts: list[AlertKey] = []
+        self._alerts: list[AlertLine] = []
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
         self._last_iso: str | None = None
@@ -193,11 +193,12 @@ class RowFormatter:
             session_id = self._session_ids[e.session.key] = str(session_id_of(e.session.key))
         rows = NULL if e.rows_affected is None else str(e.rows_affected)
         record_hash = e.record_hash(None if when is NULL else when)
-        if what[3] is not None:
-            self._alerts.append((occurred, record_hash, what[3], e.server))
+        hash_hex = record_hash.hex()
+        if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
+            self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
         return (
             f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
-            f"\t{e.line}\t{e.offset}\t\\\\x{record_hash.hex()}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
+            f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
         )
 
     @staticmethod

@@ -181,6 +181,7 @@ def test_a_source_that_vanishes_or_falls_silent_raises_one_alert_until_it_recove
     assert alerts[1]["reason"] == "healthy again"
     assert alerts[2]["reason"].startswith("no new data for 10 min")
     assert alerts[0]["event"] is None
+    assert all(a["occurred_at"] and a["created_at"] for a in alerts)
 
 
 def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their_own_alerts(
