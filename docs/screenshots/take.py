@@ -54,9 +54,11 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    # runserver serves the static files itself (DEBUG on, --insecure for whitenoise-less serving).
-    env["DEBUG"] = "true"
-    server = subprocess.Popen([*manage, "runserver", "--noreload", f"127.0.0.1:{port}"], env=env, cwd=REPO)
+    env["DEBUG"] = "true"  # runserver serves the static files only with DEBUG on
+    server = subprocess.Popen(
+        [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
+        env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     for _ in range(100):
         try:
@@ -100,7 +102,7 @@ def take(url: str, username: str, password: str) -> list[Path]:
         page.fill("#f-user", "bob")
         page.locator("#f-user").press("Enter")
         page.wait_for_url(lambda u: "user=bob" in u)
-        page.locator("#results tbody tr", has_text="DELETE FROM orders").first.locator("td.time a").click()
+        page.locator("#event-table tr", has_text="DELETE FROM orders").first.locator("td.time a").click()
         page.wait_for_url("**/events/*/")
         shot("event-detail")
         page.get_by_role("link", name="The whole session").click()

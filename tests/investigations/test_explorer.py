@@ -34,9 +34,9 @@ def chart_of(html: str) -> dict:
 
 def rows_of(html: str) -> list[str]:
     """The statements of the results table, in order (none when there is no table)."""
-    if '<table class="events">' not in html:
+    if '<table class="events" id="event-table">' not in html:
         return []
-    body = html.split('<table class="events">', 1)[1]
+    body = html.split('<table class="events" id="event-table">', 1)[1]
     cells = re.findall(r'<td class="sql">(.*?)</td>', body, re.S)
     return [unescape(re.sub(r"<[^>]+>", "", s)) for s in cells]
 
