@@ -39,6 +39,7 @@ from tests.logwriter import GeneralLogWriter, rotate_rename  # noqa: E402
 
 
 def start_workers(n: int, queue: str, tmp: Path, **extra: str) -> list[subprocess.Popen[bytes]]:
+    tmp.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, CELERY_QUEUE=queue, INGEST_POLL_SECONDS="1", **extra)
     procs = []
     for i in range(n):
@@ -50,7 +51,7 @@ def start_workers(n: int, queue: str, tmp: Path, **extra: str) -> list[subproces
             "auditweb",
             "worker",
             "--pool=solo",
-            "--loglevel=WARNING",
+            "--loglevel=INFO",
         ]
         cmd += [f"--hostname=b{i}-{queue}@%h", "--without-gossip", "--without-mingle"]
         if i == 0:
@@ -62,6 +63,15 @@ def start_workers(n: int, queue: str, tmp: Path, **extra: str) -> list[subproces
             )
         )
     return procs
+
+
+def wait_ready(n: int, tmp: Path) -> None:
+    """Until each of the n workers has said it is ready (celery's "ready." line in its log)."""
+    deadline = time.time() + 120
+    while sum("ready." in p.read_text(errors="replace") for p in tmp.glob("worker-*.log")) < n:
+        if time.time() > deadline:
+            raise SystemExit(f"the workers did not start; see {tmp}")
+        time.sleep(0.1)
 
 
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
@@ -149,11 +159,14 @@ def throughput(records: int, files: int, sources: int) -> None:
         ids = [
             Source.objects.create(
                 name=f"tp-{tag}-{i}", path=f"{folder}/general.log*", server=f"tp-{tag}-{i}",
-                format="general-log", interval_seconds=3600,
+                format="general-log", interval_seconds=3600, enabled=False,
             ).pk
             for i, folder in enumerate(sets)
         ]  # fmt: skip
-        procs = start_workers(n, f"bench-tp-{tag}", tmp)
+        procs = start_workers(n, f"bench-tp-{tag}", tmp / tag)
+        wait_ready(n, tmp / tag)  # timed from here: not the workers' start-up
+        for pk in ids:
+            Source.objects.filter(pk=pk).update(enabled=True)
         start = time.time()
         while True:
             done = Event.objects.filter(server__startswith=f"tp-{tag}-").count()
