@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max, Min
 from django.http import HttpRequest, HttpResponse
@@ -14,15 +16,21 @@ from investigations.query import BadCursor, filter_events, keyset_page, renamed_
 from investigations.tables import tables_seen, tables_seen_refresh_due
 from investigations.views import htmx_template
 
+logger = logging.getLogger(__name__)
+
 TABLES_SHOWN = 300
 HISTORY_PAGE = 50
 CHANGERS_SHOWN = 30
 
 
 def _queue_refresh() -> None:
+    """Queue the rebuild; without a broker the list stays as it is (and says how old it is)."""
     from investigations.tasks import refresh_tables_seen
 
-    refresh_tables_seen.delay()
+    try:
+        refresh_tables_seen.delay()
+    except Exception:  # the broker is down: the page must still show the list it has
+        logger.warning("could not queue the rebuild of the tables list", exc_info=True)
 
 
 @require_GET
