@@ -53,9 +53,17 @@ class Visit:
         self.dialogs: list[str] = []
         self.requests: list[str] = []
         self.loads = 0
+        self.errors: list[str] = []  # the console's: a CSP violation, an htmx syntax error...
+        self.page.on("console", self._console)
         self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("load", lambda _: setattr(self, "loads", self.loads + 1))
+
+    def _console(self, message) -> None:  # type: ignore[no-untyped-def]
+        # htmx logs a request it dropped for a newer one (hx-sync replace) as an error: not one.
+        aborted = message.text.startswith(("htmx:afterRequest", "htmx:sendAbort"))
+        if message.type == "error" and not aborted:
+            self.errors.append(message.text)
 
     def log_in(self) -> None:
         page = self.page
@@ -67,10 +75,7 @@ class Visit:
         page.wait_for_url(self.url + "/events/")
 
     def rows(self) -> list[str]:
-        return [
-            t.strip()
-            for t in self.page.locator("#event-table td.sql").all_inner_texts()
-        ]
+        return [t.strip() for t in self.page.locator("#event-table td.sql").all_inner_texts()]
 
     def query(self) -> dict[str, list[str]]:
         return parse_qs(urlsplit(self.page.url).query)
@@ -129,7 +134,7 @@ def test_an_investigator_filters_down_to_the_culprit_and_follows_him_to_his_sess
     assert shared.input_value("#f-table") == "shop.orders"
     cells = shared.locator("#event-table td.sql").all_inner_texts()
     assert [c.strip() for c in cells] == ["DELETE FROM orders", "DELETE FROM orders WHERE id = 3"]
-    assert visit.dialogs == []
+    assert visit.dialogs == [] and visit.errors == []
 
 
 def chart_bucket(page, label: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]
@@ -165,6 +170,7 @@ def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, 
     assert page.input_value("#f-since") == "2026-11-22T08:48:22"
     assert set(visit.rows()) == in_second
     assert f"{len(in_second)} events match." in page.inner_text("#results")
+    assert visit.errors == []
 
     narrowed = page.url  # shared: the same events, the same form, a chart of that second
     other = visit.context.new_page()
@@ -223,7 +229,7 @@ def test_a_stored_attack_in_the_log_shows_as_text_and_runs_nothing(visit, ingest
     visit.settled()
     page.hover("#timeline-chart")  # the chart's tooltip draws on the canvas
     assert "<script>alert('stored')</script>" in page.inner_text("#results")
-    assert visit.dialogs == []
+    assert visit.dialogs == [] and visit.errors == []  # nothing ran, and nothing even tried
     attacked = [u for u in visit.requests if "/api/v1/events/" in u or "/sources/new/" in u]
     assert attacked == []  # no hx-get/hx-post smuggled in by the log fired
     assert (
