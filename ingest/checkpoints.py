@@ -24,6 +24,7 @@ import contextlib
 import glob
 import gzip
 import hashlib
+import io
 import os
 import zlib
 from collections.abc import Iterator
@@ -185,8 +186,21 @@ def open_content(candidate: Candidate, offset: int) -> tuple[object, int | None]
     if (st.st_dev, st.st_ino) != (candidate.device, candidate.inode):
         f.close()  # rotated between the plan and now: the next poll sees where it went
         raise FileNotFoundError(f"{candidate.path} was replaced while being opened")
+    if not still_the_same(f, candidate, offset):
+        f.close()  # truncated (and written again) since it was looked at: the next poll sees it
+        raise FileNotFoundError(f"{candidate.path} was truncated while being opened")
     f.seek(offset)
     return f, max(0, candidate.size - offset)
+
+
+def still_the_same(f: io.BufferedReader, candidate: Candidate, offset: int) -> bool:
+    """Whether the open file is still the one planned, with at least `offset` bytes: its first
+    bytes unchanged. A copytruncate keeps the inode but not the content: after it the file is
+    shorter, or begins with other bytes once written again (log records carry their times)."""
+    fd = f.fileno()
+    if os.fstat(fd).st_size < offset:
+        return False
+    return os.pread(fd, len(candidate.head), 0) == candidate.head
 
 
 def content_size(candidate: Candidate) -> int:

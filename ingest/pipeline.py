@@ -768,6 +768,12 @@ def _ingest_file_source(source: Source, run: IngestRun | None) -> IngestRun | No
             _file_vanished(run, gone)
         done = 0
         for r, total in zip(reads, totals, strict=True):
+            c = r.candidate
+            log.info(
+                "source %s: reading %s (inode %s, %s bytes) from offset %s as file #%s%s",
+                source.pk, c.path, c.inode, c.size, r.offset, r.known.pk if r.known else "(new)",
+                ", to its end" if r.finish else "",
+            )  # fmt: skip
             _read_file(source, run, r, done)
             done += total
     except BaseException as e:
@@ -800,7 +806,7 @@ def _file_vanished(run: IngestRun, known: SourceFile) -> None:
 
 def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -> None:
     """Read one file of a source from its resume point; see tail_messages and ingest_source."""
-    from ingest.checkpoints import Read, open_content
+    from ingest.checkpoints import Read, open_content, still_the_same
 
     assert isinstance(read, Read)
     c = read.candidate
@@ -869,6 +875,12 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
         for message in messages:
             _, formatted, problems, seen, corrections, found, new_resume, state, finished = message
             new_offset = int(new_resume["offset"])  # type: ignore[index]
+            if not c.compressed and not still_the_same(f, c, new_offset):
+                # Truncated (copytruncate) and maybe written again since it was planned or while
+                # it was read: these bytes may not be the file that was planned. Nothing of this
+                # batch is kept; the next poll plans again (and finds the copy, if there is one).
+                log.info("source %s: %s changed while it was read; read again next poll", source.pk, c.path)
+                break
             now = timezone.now()
             with transaction.atomic():
                 stored = writer.write_formatted(formatted)  # type: ignore[arg-type]

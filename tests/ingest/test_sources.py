@@ -125,6 +125,58 @@ def test_it_follows_copytruncate_without_loss_or_duplicates(tmp_path: Path) -> N
     assert events_of("db1") + Counter([last]) == reference
 
 
+@pytest.mark.parametrize("when", ["before it is opened", "while it is read"])
+def test_a_copytruncate_between_planning_and_reading_loses_nothing(
+    tmp_path: Path, monkeypatch, when: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The worker looked at the file (size, first bytes), then logrotate copied and truncated it
+    and the server wrote again, before or while the worker read it: same inode, other bytes."""
+    from ingest import pipeline
+
+    log = tmp_path / "general.log"
+    writer = GeneralLogWriter(log)
+    source = follow(str(log) + "*")
+    writer.write(300)
+    ingest_source(source.pk)
+    writer.write(300)
+    content = b""
+    real_read_file, real_tail = pipeline._read_file, pipeline.tail_messages
+
+    def rotate_and_refill() -> bytes:
+        old = rotate_copytruncate(log)
+        writer.write(800)  # lands at the start of the truncated file, and past the offsets read
+        return old.read_bytes()
+
+    def rotated_before_opening(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal content
+        content = content or rotate_and_refill()
+        return real_read_file(*args, **kwargs)
+
+    def rotated_after_first_batch(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal content
+        for n, message in enumerate(real_tail(*args, **kwargs)):
+            yield message
+            if n == 0 and not content:
+                content = rotate_and_refill()
+
+    if when == "before it is opened":
+        monkeypatch.setattr(pipeline, "_read_file", rotated_before_opening)
+    else:
+        monkeypatch.setattr(pipeline, "tail_messages", rotated_after_first_batch)
+    monkeypatch.setattr(pipeline.settings, "INGEST_PARALLEL", False)
+    monkeypatch.setattr(pipeline.settings, "INGEST_BATCH_SIZE", 100)
+    ingest_source(source.pk)  # the poll that planned before the rotation
+    monkeypatch.undo()
+    writer.write(10)
+    ingest_source(source.pk)
+    ingest_source(source.pk)
+    assert content
+    content += log.read_bytes()
+    reference = straight_ingest(tmp_path, content)
+    last = max(reference, key=lambda row: row[0])
+    assert events_of("db1") + Counter([last]) == reference
+
+
 def test_it_reads_a_gzipped_rotation_it_had_not_finished(tmp_path: Path) -> None:
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
