@@ -78,9 +78,19 @@ def test_a_count_links_to_the_explorer_listing_those_events(investigator_client,
 
 def test_it_lists_unhealthy_sources_with_why(investigator_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
     Source.objects.create(name="db9 log", kind="file", path=str(tmp_path / "gone.log"), server="db9")
+    quiet = tmp_path / "quiet.log"
+    quiet.write_bytes(b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT 1\n")
+    two_hours_ago = timezone.now() - timedelta(hours=2)
+    Source.objects.create(
+        name="db8 log", path=str(quiet), server="db8", quiet_seconds=600,
+        last_data_at=two_hours_ago, last_polled_at=timezone.now(),
+    )  # fmt: skip
+    Source.objects.create(name="db7 log", path=str(quiet), server="db7", last_polled_at=timezone.now())
     html = investigator_client.get("/").content.decode()
     assert "Sources needing attention" in html and "db9 log" in html
     assert "the file vanished" in html
+    assert "db8 log" in html and "no new data for 2.0 h (expected within 10 min)" in html
+    assert "db7 log" not in html  # healthy: not listed
 
 
 def test_running_ingests_show_progress_and_poll_while_they_run(investigator_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
