@@ -133,7 +133,9 @@ def open_log(path: Path) -> OpenedLog:
 
 
 def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
-    """The file source a command-line ingest belongs to (one per server and path)."""
+    """The file source a command-line ingest belongs to (one per server and path). It is made
+    switched off: a file read once is not followed (nor reported silent an hour later); switch
+    it on, on the Sources page, to have beat poll it."""
     path = path.resolve()
     name = f"{server}:{path}"[:200]
     source, _ = Source.objects.get_or_create(
@@ -144,6 +146,7 @@ def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
             "format": fmt,
             "server": server,
             "timezone": tz,
+            "enabled": False,
         },
     )
     return source
