@@ -37,7 +37,7 @@ def worker_database_url() -> str:
     """DATABASE_URL of the database this test runs in (pytest-django's test_... copy)."""
     s = connection.settings_dict
     auth = quote(s["USER"] or "postgres") + (":" + quote(s["PASSWORD"]) if s.get("PASSWORD") else "")
-    host = s.get("HOST") or ""
+    host = s.get("HOST") or s.get("OPTIONS", {}).get("host") or ""  # (a socket folder: ?host=/dir)
     if host.startswith("/"):
         return f"postgres://{auth}@/{s['NAME']}?host={quote(host)}"
     return f"postgres://{auth}@{host or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def second_connection() -> psycopg.Connection:
     """Another client of the test database, with a transaction of its own."""
     s = connection.settings_dict
+    host = s["HOST"] or s.get("OPTIONS", {}).get("host")  # (a socket folder: DATABASE_URL's ?host=/dir)
     return psycopg.connect(
-        dbname=s["NAME"], user=s["USER"], password=s["PASSWORD"], host=s["HOST"], port=s["PORT"] or None
+        dbname=s["NAME"], user=s["USER"], password=s["PASSWORD"], host=host, port=s["PORT"] or None
     )
 
 
