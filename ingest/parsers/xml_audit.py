@@ -70,7 +70,6 @@ _WHOLE_OLD_LINE = re.compile(
     [ \t]*\r?\n?""",
     re.VERBOSE,
 )
-_ATTRIBUTE = re.compile(r'([A-Z_][A-Z0-9_.-]*)[ \t]*=[ \t]*"([^"]*)"')
 # Characters XML 1.0 forbids (C0 controls but tab, newline, carriage return).
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # NAMEs that are the general log's commands under the same name.
@@ -326,15 +325,21 @@ def _who(user_field: str, priv_user: str, host_field: str, ip_field: str) -> tup
 
 
 def _old_fields(attributes: bytes) -> dict[str, str] | None:
-    """The attributes of a one-line OLD record (`_WHOLE_OLD_LINE`), or None to read it the long way."""
+    """The attributes of a one-line OLD record (`_WHOLE_OLD_LINE`), or None to read it the long way.
+
+    The match vouches for their shape (`NAME="value"`, no quote inside a value), so split at
+    the quotes the text alternates between ` NAME=` and a value, and ends after a quote."""
     try:
-        pairs = _ATTRIBUTE.findall(attributes.decode("utf-8"))
+        text = attributes.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    fields = dict(pairs)
-    if len(fields) != len(pairs):
+    parts = text.split('"')
+    names = "".join(parts[0::2]).replace("=", " ").split()  # (names hold no space, tab or =)
+    values = parts[1::2]
+    fields = dict(zip(names, values, strict=False))
+    if len(fields) != len(names) or len(names) != len(values):
         return None  # a duplicate attribute: not well-formed, ElementTree will say
-    if b"&" in attributes or b"\t" in attributes:
+    if "&" in text or "\t" in text:
         return _normalised(fields)
     return fields
 
