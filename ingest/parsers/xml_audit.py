@@ -74,7 +74,6 @@ _WHOLE_OLD_LINE = re.compile(
 _FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 # NAMEs that are the general log's commands under the same name.
 _COMMANDS = {"Connect", "Quit", "Query", "Change user", "Execute"}
-_NOT_EXTRA = {"NAME", "TIMESTAMP", "CONNECTION_ID", "USER", "HOST", "IP", "DB", "SQLTEXT", "STATUS"}
 
 
 def recognise(head: bytes) -> bool:
@@ -353,11 +352,18 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
             fields, attributes = _fields(_element(raw))
     except (ET.ParseError, ValueError) as error:
         return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not a readable audit record: {error}")
-    name = fields.get("NAME", "").strip()
-    get = fields.get
-    user, account, host, ip = _who(get("USER", ""), get("PRIV_USER", ""), get("HOST", ""), get("IP", ""))
-    status = outcome(get("STATUS"))  # a refused Connect keeps its code (e.g. 1045)
-    extra = {key.lower(): value for key, value in fields.items() if key not in _NOT_EXTRA and value}
+    # The fields a record has are taken out one by one (the dict is ours): what is left is extra.
+    pop = fields.pop
+    name = pop("NAME", "").strip()
+    user, account, host, ip = _who(
+        pop("USER", ""), fields.get("PRIV_USER", ""), pop("HOST", ""), pop("IP", "")
+    )
+    status = outcome(pop("STATUS", None))  # a refused Connect keeps its code (e.g. 1045)
+    when_text = pop("TIMESTAMP", "")
+    connection_id = to_int(pop("CONNECTION_ID", None))
+    sql = pop("SQLTEXT", "")
+    database = pop("DB", "").strip() or None
+    extra = {key.lower(): value for key, value in fields.items() if value}
     extra["layout"] = "xml"
     if account:
         extra["account"] = account
@@ -365,7 +371,6 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
         for key in ("program_name", "_os", "_client_name", "_pid"):
             if attributes.get(key):
                 extra[f"attr{key}" if key.startswith("_") else key] = attributes[key]
-    when_text = fields.get("TIMESTAMP", "")
     when = parse_time(when_text) if when_text else None
     if when_text and when is None:
         extra["invalid_time"] = when_text
@@ -374,13 +379,13 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
         offset=offset,
         raw=raw,
         occurred_at=when,
-        connection_id=to_int(fields.get("CONNECTION_ID")),
+        connection_id=connection_id,
         command=name if name in _COMMANDS else (name or "Unknown"),
-        argument=fields.get("SQLTEXT", "").encode("utf-8", "surrogateescape"),
+        argument=sql.encode("utf-8", "surrogateescape"),
         user=user or None,
         host=host or None,
         ip=ip or None,
-        database=fields.get("DB", "").strip() or None,
+        database=database,
         status=status,
         extra=extra,
     )
