@@ -228,3 +228,63 @@ def test_a_source_held_by_another_connection_is_busy(tmp_path: Path) -> None:
         other.close()  # the lock goes with the connection
     assert ingest_source(source.pk) is not None
     assert Event.objects.filter(server="db1").count() == 10  # banner + 9; the last waits
+
+
+def test_a_siem_polling_alerts_while_two_workers_ingest_gets_each_alert_once(
+    tmp_path: Path, workers: Workers
+) -> None:
+    """Two servers' logs ingested at once by two workers, in many small transactions that commit
+    in whatever order they finish; a poller keeps the last cursor and asks for what follows."""
+    from django.db.models import Q
+
+    from ingest.alerts import alerts_after
+
+    writers = []
+    for name in ("db1", "db2"):
+        folder = tmp_path / name
+        folder.mkdir()
+        writers.append(GeneralLogWriter(folder / "general.log"))
+        Source.objects.create(
+            name=name,
+            path=str(folder / "general.log*"),
+            server=name,
+            format="general-log",
+            interval_seconds=1,
+        )
+    workers.start(INGEST_BATCH_SIZE="97")
+    workers.start(beat=False, INGEST_BATCH_SIZE="97")
+    seen: list[tuple[int, object, bytes]] = []
+    cursor = None
+
+    def poll() -> None:
+        nonlocal cursor
+        while True:
+            page = alerts_after(cursor, 50)
+            seen.extend((a.position, a.event_time, bytes(a.event_hash)) for a in page.items)
+            cursor = page.next_cursor
+            if not page.more:
+                return
+
+    worth = Event.objects.filter(
+        Q(destructive=True) | Q(flags__overlap=["anti_forensic", "privilege_change"])
+    )
+    for _ in range(8):
+        for writer in writers:
+            writer.write(400)
+        poll()
+        time.sleep(0.3)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        poll()
+        busy = IngestRun.objects.filter(status=IngestRun.Status.RUNNING).exists()
+        if not busy and len(seen) == worth.count() and worth.filter(server="db2").exists():
+            break
+        time.sleep(0.3)
+    poll()
+    positions = [p for p, _, _ in seen]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)  # in order, once
+    expected = {(e.occurred_at, bytes(e.record_hash)) for e in worth}
+    assert len(expected) > 2000
+    assert {(t, h) for _, t, h in seen} == expected  # every alert, and only those
+    assert len(seen) == len(expected)
+    assert {e.server for e in worth} == {"db1", "db2"}
