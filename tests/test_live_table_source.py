@@ -83,7 +83,7 @@ def write_statements(marker: str, done: threading.Event) -> None:
         with conn.cursor() as c:
             for n in range(STATEMENTS):
                 c.execute(f"SELECT {n} AS {marker}")
-                if n % 40 == 0:
+                if n % 10 == 0:  # about 2 s in all: the source is polled several times meanwhile
                     time.sleep(0.05)
     finally:
         conn.close()
