@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import BooleanField, Q
 from django.db.models.expressions import RawSQL
 
@@ -66,19 +66,18 @@ def note_source_health(source: Source, state: str, reasons: list[str], kinds: li
     "no new data for 2 h" and "for 3 h" are the same trouble.
     """
     signature = ",".join(sorted(kinds)) if state == "unhealthy" else ""
-    claimed = (
-        Source.objects.filter(pk=source.pk).exclude(health_alerted=signature).update(health_alerted=signature)
-    )
-    if not claimed:  # nothing changed, or another process raised this alert already
-        return None
     if signature:
         reason = "; ".join(reasons)
     else:
         reason = "healthy again" if state in ("ok", "waiting") else f"no longer watched ({state})"
-    # (position and created_at come back from the database: their defaults are its own)
-    return Alert.objects.create(
-        kind=Alert.Kind.SOURCE_HEALTH, server=source.server, source=source, reason=reason[:2000]
-    )
+    with transaction.atomic():  # the new state and its alert, or neither
+        changed = Source.objects.filter(pk=source.pk).exclude(health_alerted=signature)
+        if not changed.update(health_alerted=signature):  # as it was, or another process said it
+            return None
+        # (position and created_at come back from the database: their defaults are its own)
+        return Alert.objects.create(
+            kind=Alert.Kind.SOURCE_HEALTH, server=source.server, source=source, reason=reason[:2000]
+        )
 
 
 # -- the feed ------------------------------------------------------------------------------------
