@@ -6,6 +6,7 @@ from investigations import api, sources_api
 
 urlpatterns = [
     path("events/", api.event_list, name="api-events"),
+    path("events/export.ndjson", api.event_export, name="api-events-export"),
     path("alerts/", api.alert_list, name="api-alerts"),
     path("sources/", sources_api.source_list, name="api-sources"),
     path("sources/<int:source_id>/", sources_api.source_detail, name="api-source"),
