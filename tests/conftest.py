@@ -17,7 +17,11 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 @pytest.fixture
 def investigator(django_user_model):  # type: ignore[no-untyped-def]
-    return django_user_model.objects.create_user("ivy", password="correct horse battery staple")
+    from investigations.roles import Role, set_role
+
+    user = django_user_model.objects.create_user("ivy", password="correct horse battery staple")
+    set_role(user, Role.INVESTIGATOR)
+    return user
 
 
 @pytest.fixture
