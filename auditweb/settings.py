@@ -201,6 +201,8 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # Uploaded log files: streamed here as they arrive (never held in memory), kept as evidence.
 UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(BASE_DIR / ".devdata" / "uploads")))
+# Case reports (PDF, CSV, JSON) are written here and served only through a role-checked view.
+REPORT_DIR = Path(env_str("REPORT_DIR", str(BASE_DIR / ".devdata" / "reports")))
 # Files uploaded stream to a temporary file in UPLOAD_DIR (so keeping one is a rename),
 # hashed on the way; none is ever held in memory.
 FILE_UPLOAD_HANDLERS = ["ingest.uploads.HashingUploadHandler"]
