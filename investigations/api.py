@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
+import django_filters
 from django.db.models import F
 from django.http import QueryDict, StreamingHttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -44,27 +45,58 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
         }
 
 
-_FILTER_TYPES = {"connection_id": OpenApiTypes.INT, "destructive": OpenApiTypes.BOOL,
-                 "since": OpenApiTypes.DATETIME, "until": OpenApiTypes.DATETIME}  # fmt: skip
-_FILTER_EXAMPLES = {"table": "shop.orders", "statement_type": "DELETE", "since": "2026-01-05T00:00:00Z",
-                    "user": "alice", "flag": "no_where", "q": "orders"}  # fmt: skip
+_EVENT_EXAMPLES = {"table": "shop.orders", "statement_type": "DELETE", "since": "2026-01-05T00:00:00Z",
+                   "until": "2026-01-06T00:00:00Z", "user": "alice", "host": "10.0.0.7", "server": "db1",
+                   "database": "shop", "destructive": True, "flag": "no_where", "connection_id": 31,
+                   "session": "db1/before-2026-01-05T09:00:00/31", "q": "orders"}  # fmt: skip
 
 
-def _filter_parameters() -> list[OpenApiParameter]:
-    """The query layer's filters, documented from EventFilter itself (one source of truth)."""
-    return [
-        OpenApiParameter(
-            name,
-            _FILTER_TYPES.get(name, OpenApiTypes.STR),
-            description=str(f.extra.get("help_text", "")),
-            many=name == "statement_type",
-            examples=[OpenApiExample(name, value=_FILTER_EXAMPLES[name])] if name in _FILTER_EXAMPLES else [],
+def param_parameters(filterset: type[django_filters.FilterSet], examples: dict) -> list[OpenApiParameter]:
+    """A FilterSet's filters as documented query parameters (the filters are the one source of
+    truth: their types, choices and help texts)."""
+    parameters = []
+    for name, f in filterset.base_filters.items():
+        kind = OpenApiTypes.STR
+        if isinstance(f, django_filters.NumberFilter):
+            kind = OpenApiTypes.INT
+        elif isinstance(f, django_filters.BooleanFilter):
+            kind = OpenApiTypes.BOOL
+        elif isinstance(f, django_filters.IsoDateTimeFilter):
+            kind = OpenApiTypes.DATETIME
+        choices = f.extra.get("choices") if isinstance(f, django_filters.ChoiceFilter) else None
+        parameters.append(
+            OpenApiParameter(
+                name,
+                kind,
+                description=str(f.extra.get("help_text", "")),
+                many=isinstance(f, django_filters.MultipleChoiceFilter),
+                enum=[c[0] for c in choices] if choices else None,
+                examples=[OpenApiExample(name, value=examples[name])] if name in examples else [],
+            )
         )
-        for name, f in EventFilter.base_filters.items()
-    ]
+    return parameters
 
 
-def _page_size(params: QueryDict) -> int:
+def filter_parameters() -> list[OpenApiParameter]:
+    """The explorer's event filters, as documented query parameters."""
+    return param_parameters(EventFilter, _EVENT_EXAMPLES)
+
+
+CURSOR_PARAMETER = OpenApiParameter(
+    "cursor",
+    str,
+    description="Opaque cursor from a previous page's `next` link (follow `next` as it is)",
+    examples=[OpenApiExample("a cursor", "WyIyMDI2LTAxLTA1VDA5OjAwOjAzLjQwMDAwMCswMDowMCIsIDEyMzRd")],
+)
+PAGE_SIZE_PARAMETER = OpenApiParameter(
+    "page_size",
+    int,
+    description=f"Results a page: 1-{API_MAX_PAGE_SIZE}, default {API_PAGE_SIZE}",
+    examples=[OpenApiExample("fifty", 50)],
+)
+
+
+def page_size(params: QueryDict) -> int:
     try:
         size = int(params.get("page_size", API_PAGE_SIZE))
     except ValueError:
@@ -74,12 +106,19 @@ def _page_size(params: QueryDict) -> int:
 
 @extend_schema(
     parameters=[
-        *_filter_parameters(),
-        OpenApiParameter("cursor", str, description="Opaque cursor from a previous page's `next`"),
-        OpenApiParameter("page_size", int, description=f"1-{API_MAX_PAGE_SIZE}, default {API_PAGE_SIZE}"),
+        *filter_parameters(),
+        CURSOR_PARAMETER,
+        PAGE_SIZE_PARAMETER,
     ],
     responses=EventPageSerializer,
     summary="Normalized events, newest first",
+    description=(
+        "Every statement and connection event the logs hold, filtered as the explorer filters "
+        "(filters combine with AND), newest first (events whose time the log did not give come "
+        "last). Pages go by a keyset cursor: follow `next` until it is null; events ingested "
+        "meanwhile never shift or repeat what the next page holds."
+    ),
+    operation_id="events_list",
 )
 @api_view(["GET"])
 def event_list(request: Request) -> Response:
@@ -90,7 +129,7 @@ def event_list(request: Request) -> Response:
         page = keyset_page(
             flt.qs.select_related("session", "source_file"),
             request.query_params.get("cursor"),
-            _page_size(request.query_params),
+            page_size(request.query_params),
         )
     except BadCursor as e:
         raise ValidationError({"cursor": str(e)}) from None
@@ -108,11 +147,13 @@ def event_list(request: Request) -> Response:
             "after",
             str,
             description="The `cursor` of the last alert you saw; omit it to start from the first alert",
+            examples=[OpenApiExample("after alert 1234", "1234")],
         ),
-        OpenApiParameter("page_size", int, description=f"1-{API_MAX_PAGE_SIZE}, default {API_PAGE_SIZE}"),
+        PAGE_SIZE_PARAMETER,
     ],
     responses=AlertPageSerializer,
     summary="Alerts in the order they were stored, for SIEM polling",
+    operation_id="alerts_list",
     description=(
         "Destructive, anti-forensic and privilege-changing events, and sources that became "
         "unhealthy (or healthy again). Keep the `cursor` of the last alert you saw and ask for "
@@ -124,7 +165,7 @@ def event_list(request: Request) -> Response:
 def alert_list(request: Request) -> Response:
     after = request.query_params.get("after") or None
     try:
-        page = alerts_after(after, _page_size(request.query_params))
+        page = alerts_after(after, page_size(request.query_params))
     except BadAlertCursor as e:
         raise ValidationError({"after": str(e)}) from None
     next_url = None
@@ -175,16 +216,18 @@ _AUDITWEB_ONLY = (
 
 @extend_schema(
     parameters=[
-        *_filter_parameters(),
+        *filter_parameters(),
         OpenApiParameter(
             "schema",
             str,
             enum=["auditweb", "ecs"],
             description="`auditweb` (the fields of /api/v1/events/) or `ecs` (Elastic Common Schema names)",
+            examples=[OpenApiExample("Elastic Common Schema", "ecs")],
         ),
     ],
     responses={(200, "application/x-ndjson"): OpenApiTypes.STR},
     summary="Every event of a filter as NDJSON, oldest first, streamed",
+    operation_id="events_export",
     description=(
         "One JSON object a line, for bulk loading into Elastic, OpenSearch or a file. The rows are "
         "read from the database in chunks and written as they come, so memory does not grow "

@@ -1,13 +1,20 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import path, re_path
 
-from investigations import api, sources_api
+from investigations import api, browse_api, sources_api
 
 urlpatterns = [
     path("events/", api.event_list, name="api-events"),
     path("events/export.ndjson", api.event_export, name="api-events-export"),
+    path("events/<int:event_id>/", browse_api.event_detail, name="api-event"),
     path("alerts/", api.alert_list, name="api-alerts"),
+    path("sessions/", browse_api.session_list, name="api-sessions"),
+    path("sessions/<int:session_id>/", browse_api.session_detail, name="api-session"),
+    path("tables/", browse_api.table_list, name="api-tables"),
+    # A table name is any text (dots, and from hostile logs slashes or newlines): URL-encode it.
+    re_path(r"^tables/(?P<name>[\s\S]+)/history/$", browse_api.table_history, name="api-table-history"),
+    path("gaps/", browse_api.gap_list, name="api-gaps"),
     path("sources/", sources_api.source_list, name="api-sources"),
     path("sources/<int:source_id>/", sources_api.source_detail, name="api-source"),
     path("sources/<int:source_id>/ingest/", sources_api.source_ingest, name="api-source-ingest"),

@@ -57,7 +57,9 @@ class EventFilter(django_filters.FilterSet):
     )
     destructive = django_filters.BooleanFilter(field_name="destructive", help_text="Only (or no) destructive")
     flag = django_filters.CharFilter(method="filter_flag", help_text="A flag, e.g. no_where or unattributed")
-    connection_id = django_filters.NumberFilter(field_name="connection_id")
+    connection_id = django_filters.NumberFilter(
+        field_name="connection_id", help_text="The server's connection (thread) id"
+    )
     session = django_filters.CharFilter(
         field_name="session__key", help_text="Session key `server/boot/connection id`, exactly"
     )
@@ -383,6 +385,39 @@ def _gaps_between(start: datetime, end: datetime, server: str | None) -> list[Ga
     return list(gaps.order_by("started_at")[:GAPS_SHOWN])
 
 
+class GapFilter(django_filters.FilterSet):
+    """Gaps of one server or source, overlapping a time window (an open gap reaches the present)."""
+
+    server = django_filters.CharFilter(field_name="server", help_text="Server label, exactly")
+    source = django_filters.NumberFilter(field_name="source_file__source_id", help_text="Source id")
+    reason = django_filters.ChoiceFilter(choices=Gap.Reason.choices, help_text="Why nothing was recorded")
+    since = django_filters.IsoDateTimeFilter(
+        method="filter_since", help_text="ISO 8601: gaps that end after it (or are still open)"
+    )
+    until = django_filters.IsoDateTimeFilter(
+        method="filter_until", help_text="ISO 8601: gaps that start before it"
+    )
+    open = django_filters.BooleanFilter(
+        field_name="ended_at", lookup_expr="isnull", help_text="Only gaps still open (or only closed ones)"
+    )
+
+    class Meta:
+        model = Gap
+        fields: list[str] = []
+
+    def filter_since(self, queryset: QuerySet[Gap], name: str, value: datetime) -> QuerySet[Gap]:
+        return queryset.filter(Q(ended_at__isnull=True) | Q(ended_at__gt=value))
+
+    def filter_until(self, queryset: QuerySet[Gap], name: str, value: datetime) -> QuerySet[Gap]:
+        # A gap whose start the log does not show may have begun at any time before its end.
+        return queryset.filter(Q(started_at__lt=value) | Q(started_at__isnull=True))
+
+
+def filter_gaps(params: dict | None) -> GapFilter:
+    """Apply request parameters to the gaps; check `.is_valid()`, then use `.qs`."""
+    return GapFilter(params, queryset=Gap.objects.select_related("source_file__source"))
+
+
 def recent_gaps(limit: int) -> list[Gap]:
     """The newest gaps, open ones (logging still off) first."""
     order = (F("ended_at").desc(nulls_first=True), F("started_at").desc(nulls_last=True), "-id")
@@ -396,9 +431,15 @@ class SessionFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(field_name="user", help_text="Account name, exactly")
     host = django_filters.CharFilter(field_name="host", help_text="Client host or IP, exactly")
     server = django_filters.CharFilter(field_name="server", help_text="Server label, exactly")
-    connection_id = django_filters.NumberFilter(field_name="connection_id")
-    since = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
-    until = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="lt")
+    connection_id = django_filters.NumberFilter(
+        field_name="connection_id", help_text="The server's connection (thread) id"
+    )
+    since = django_filters.IsoDateTimeFilter(
+        field_name="started_at", lookup_expr="gte", help_text="ISO 8601: sessions that began at or after it"
+    )
+    until = django_filters.IsoDateTimeFilter(
+        field_name="started_at", lookup_expr="lt", help_text="ISO 8601: sessions that began before it"
+    )
     destructive = django_filters.BooleanFilter(
         method="filter_destructive", help_text="Only sessions that ran a destructive statement"
     )

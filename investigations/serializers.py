@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime
+from urllib.parse import quote
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ingest.alerts import alert_cursor
-from ingest.models import Alert, Event
+from ingest.models import Alert, Event, Gap, Session
+from investigations.models import TableSeen
 
 
 class SourcePositionSerializer(serializers.Serializer):
@@ -16,6 +19,14 @@ class SourcePositionSerializer(serializers.Serializer):
     sha256 = serializers.CharField(help_text="SHA-256 of the file's bytes read so far")
     line = serializers.IntegerField(help_text="1-based line of the record's first line")
     offset = serializers.IntegerField(help_text="Byte offset of the record's first byte")
+
+
+class GapPositionSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The source's id")
+    name = serializers.CharField(help_text="The source's name")
+    file = serializers.CharField(help_text="Path of the file whose record shows the gap")
+    line = serializers.IntegerField(help_text="Line of that record")
+    offset = serializers.IntegerField(help_text="Byte offset of that record")
 
 
 class UtcDateTimeField(serializers.DateTimeField):
@@ -100,3 +111,138 @@ class AlertPageSerializer(serializers.Serializer):
         allow_null=True, help_text="Where to go on from next time (the last alert's cursor, or the one given)"
     )
     results = AlertSerializer(many=True)
+
+
+class SessionSerializer(serializers.ModelSerializer):
+    """One connection of one server boot, as its log showed it."""
+
+    started_at = UtcDateTimeField(read_only=True, allow_null=True, help_text="Its first record (UTC)")
+    ended_at = UtcDateTimeField(read_only=True, allow_null=True, help_text="Its last record (UTC)")
+    attributed = serializers.BooleanField(
+        read_only=True, help_text="False: the connection began before the logs read, its user is unknown"
+    )
+
+    class Meta:
+        model = Session
+        fields = [
+            "id", "key", "server", "boot", "connection_id", "user", "host", "ip", "program", "os_user",
+            "database", "started_at", "ended_at", "attributed",
+        ]  # fmt: skip
+
+
+class SessionRowSerializer(SessionSerializer):
+    statements = serializers.IntegerField(read_only=True, help_text="Events stored for the session")
+    destructive = serializers.IntegerField(read_only=True, help_text="How many of them are destructive")
+
+    class Meta(SessionSerializer.Meta):
+        fields = [*SessionSerializer.Meta.fields, "statements", "destructive"]
+
+
+class SessionPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The following page, or null at the end")
+    results = SessionRowSerializer(many=True)
+
+
+class SessionDetailSerializer(SessionRowSerializer):
+    events = EventPageSerializer(help_text="Its events in log order (oldest first), a page at a time")
+
+    class Meta(SessionRowSerializer.Meta):
+        fields = [*SessionRowSerializer.Meta.fields, "events"]
+
+
+class ContextEventSerializer(serializers.ModelSerializer):
+    """A neighbour of the event in its session, in short."""
+
+    occurred_at = UtcDateTimeField(read_only=True, allow_null=True)
+
+    class Meta:
+        model = Event
+        fields = ["id", "occurred_at", "command", "statement_type", "destructive", "flags", "sql"]
+
+
+class EventContextSerializer(serializers.Serializer):
+    session = SessionSerializer(help_text="The connection: user, host, client, when it began and ended")
+    before = ContextEventSerializer(many=True, help_text="The session's statements just before, oldest first")
+    after = ContextEventSerializer(many=True, help_text="The session's statements just after, oldest first")
+
+
+class EventDetailSerializer(EventSerializer):
+    raw = serializers.SerializerMethodField()
+    context = serializers.SerializerMethodField()
+
+    class Meta(EventSerializer.Meta):
+        fields = [*EventSerializer.Meta.fields, "raw", "context"]
+
+    def get_raw(self, event: Event) -> str:
+        """The record's bytes exactly as read from the log, base64 (they may hold any byte)."""
+        return base64.b64encode(bytes(event.raw)).decode("ascii")
+
+    @extend_schema_field(EventContextSerializer)
+    def get_context(self, event: Event) -> dict:
+        return EventContextSerializer(self.context["session_context"]).data
+
+
+class TableSerializer(serializers.ModelSerializer):
+    first_at = UtcDateTimeField(read_only=True, allow_null=True, help_text="First event naming it (UTC)")
+    last_at = UtcDateTimeField(read_only=True, allow_null=True, help_text="Last event naming it (UTC)")
+    history = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TableSeen
+        fields = ["name", "events", "destructive", "first_at", "last_at", "history"]
+
+    def get_history(self, table: TableSeen) -> str:
+        """The URL of its history (`/api/v1/tables/<name>/history/`)."""
+        path = "/api/v1/tables/" + quote(table.name, safe="") + "/history/"
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
+
+
+class TablePageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The following page, or null at the end")
+    refreshed_at = UtcDateTimeField(
+        allow_null=True, help_text="When the kept counts were last rebuilt (a rebuild is queued when stale)"
+    )
+    unlisted = serializers.IntegerField(
+        help_text="Events stored since that rebuild whose tables are not listed yet (0: none left out)"
+    )
+    results = TableSerializer(many=True)
+
+
+class RenameSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="`db.table`")
+    since = UtcDateTimeField(help_text="When the table took (or gave up) that name (UTC)")
+
+
+class TableHistorySerializer(EventPageSerializer):
+    name = serializers.CharField(help_text="The table asked about")
+    later_names = RenameSerializer(many=True, help_text="The names it was given later, followed forward")
+    earlier_names = RenameSerializer(many=True, help_text="The names it had before (one step back)")
+
+    class Meta:
+        fields = ["name", "later_names", "earlier_names", "next", "results"]
+
+
+class GapSerializer(serializers.ModelSerializer):
+    started_at = UtcDateTimeField(
+        read_only=True, allow_null=True, help_text="Last time recorded before it (UTC; null: unknown)"
+    )
+    ended_at = UtcDateTimeField(
+        read_only=True, allow_null=True, help_text="First time recorded after it (UTC; null: still open)"
+    )
+    source = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Gap
+        fields = ["id", "server", "reason", "started_at", "ended_at", "detail", "source"]
+
+    @extend_schema_field(GapPositionSerializer)
+    def get_source(self, gap: Gap) -> dict:
+        f = gap.source_file
+        position = {"file": f.path, "line": gap.line, "offset": gap.byte_offset}
+        return {"id": f.source_id, "name": f.source.name, **position}
+
+
+class GapPageSerializer(serializers.Serializer):
+    next = serializers.URLField(allow_null=True, help_text="The following page, or null at the end")
+    results = GapSerializer(many=True)

@@ -4,7 +4,7 @@ runs started by ingest.pipeline.source_ingest_now (as the pages)."""
 from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view
 from rest_framework.exceptions import ValidationError
@@ -60,7 +60,35 @@ def _form_errors(form: SourceForm) -> ValidationError:
     return ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})
 
 
-@extend_schema(request=SourceSerializer, responses=SourceSerializer(many=True), summary="Sources")
+_SOURCE_ID = OpenApiParameter(
+    "source_id",
+    int,
+    OpenApiParameter.PATH,
+    description="The source's `id`",
+    examples=[OpenApiExample("1", 1)],
+)
+_NEW_SOURCE = OpenApiExample(
+    "a general log and its rotations",
+    request_only=True,
+    value={
+        "name": "db1 general log",
+        "kind": "file",
+        "path": "/var/log/mysql/general.log*",
+        "format": "general-log",
+        "server": "db1",
+        "timezone": "UTC",
+        "interval_seconds": 60,
+    },
+)
+
+
+@extend_schema(
+    request=SourceSerializer,
+    responses=SourceSerializer(many=True),
+    summary="Sources",
+    description="GET lists every source with its health; POST adds one (the fields of the Sources page).",
+    examples=[_NEW_SOURCE],
+)
 @api_view(["GET", "POST"])
 def source_list(request: Request) -> Response:
     if request.method == "POST":
@@ -72,7 +100,14 @@ def source_list(request: Request) -> Response:
     return Response(SourceSerializer(Source.objects.order_by("name"), many=True).data)
 
 
-@extend_schema(request=SourceSerializer, responses=SourceSerializer, summary="One source")
+@extend_schema(
+    parameters=[_SOURCE_ID],
+    request=SourceSerializer,
+    responses=SourceSerializer,
+    summary="One source",
+    description="GET shows it with its health; PATCH changes the fields given and leaves the others.",
+    examples=[OpenApiExample("switch it off", {"enabled": False}, request_only=True)],
+)
 @api_view(["GET", "PATCH"])
 def source_detail(request: Request, source_id: int) -> Response:
     source = get_object_or_404(Source, pk=source_id)
@@ -86,7 +121,13 @@ def source_detail(request: Request, source_id: int) -> Response:
     return Response(SourceSerializer(source).data)
 
 
-@extend_schema(request=None, responses={202: IngestRunSerializer}, summary="Ingest what is new now")
+@extend_schema(
+    parameters=[_SOURCE_ID],
+    request=None,
+    responses={202: IngestRunSerializer},
+    summary="Ingest what is new now",
+    description="Queues a run of the source now, without waiting for its interval; answers 202 with the run.",
+)
 @api_view(["POST"])
 def source_ingest(request: Request, source_id: int) -> Response:
     source = get_object_or_404(Source, pk=source_id)
@@ -94,7 +135,20 @@ def source_ingest(request: Request, source_id: int) -> Response:
     return Response(IngestRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 
-@extend_schema(responses=IngestRunSerializer, summary="An ingest run and its progress")
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "run_id",
+            int,
+            OpenApiParameter.PATH,
+            description="The run's `id`",
+            examples=[OpenApiExample("7", 7)],
+        )
+    ],
+    responses=IngestRunSerializer,
+    summary="An ingest run and its progress",
+    description="Status, bytes read of the total, events stored, problems, rate and ETA of one run.",
+)
 @api_view(["GET"])
 def ingest_run_detail(request: Request, run_id: int) -> Response:
     return Response(IngestRunSerializer(get_object_or_404(IngestRun, pk=run_id)).data)

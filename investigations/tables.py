@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -12,6 +13,8 @@ from django.utils import timezone
 
 from ingest.models import Event
 from investigations.models import TableCatalogue, TableSeen
+
+logger = logging.getLogger(__name__)
 
 REFRESH_AFTER = timedelta(minutes=5)  # a list older than this is rebuilt in the background
 REFRESH_STALE = timedelta(minutes=30)  # a rebuild claimed longer ago than this died: claim it again
@@ -34,19 +37,22 @@ def catalogue() -> TableCatalogue:
     return TableCatalogue.objects.get_or_create(pk=1)[0]
 
 
-def tables_seen(search: str, limit: int) -> TableList:
+def tables_seen(search: str, limit: int, after: str = "") -> TableList:
     """Table names containing `search` (any case): the kept list, plus names that only events
-    stored after its last rebuild mention (looked up on the fly when there are not too many)."""
+    stored after its last rebuild mention (looked up on the fly when there are not too many).
+    `after` continues a listing: only names that sort after it."""
     state = catalogue()
     kept = TableSeen.objects.order_by("name")
     if search:
         kept = kept.filter(name__icontains=search)
+    if after:
+        kept = kept.filter(name__gt=after)
     tables = list(kept[: limit + 1])
     newest = Event.objects.aggregate(last=Max("id"))["last"] or 0
     unlisted = max(0, newest - state.upto_id)
     if 0 < unlisted <= FRESH_MAX:
         known = {t.name for t in tables}
-        for t in _names_after(state.upto_id, search, limit + 1):
+        for t in _names_after(state.upto_id, search, limit + 1, after):
             if t.name not in known:
                 tables.append(t)
         tables.sort(key=lambda t: t.name)
@@ -54,14 +60,15 @@ def tables_seen(search: str, limit: int) -> TableList:
     return TableList(tables[:limit], len(tables) > limit, state.refreshed_at, unlisted)
 
 
-def _names_after(after_id: int, search: str, limit: int) -> list[TableSeen]:
+def _names_after(after_id: int, search: str, limit: int, after_name: str = "") -> list[TableSeen]:
     """Names in events with ids above `after_id` (the event_id index finds them), counted there."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT t.name, count(*), count(*) FILTER (WHERE e.destructive), min(e.occurred_at),"
             " max(e.occurred_at) FROM ingest_event e, unnest(e.tables) AS t(name)"
-            " WHERE e.id > %s AND t.name ILIKE %s ESCAPE '\\' GROUP BY t.name ORDER BY t.name LIMIT %s",
-            [after_id, "%" + _like_escape(search) + "%", limit],
+            " WHERE e.id > %s AND t.name ILIKE %s ESCAPE '\\' AND t.name > %s"
+            " GROUP BY t.name ORDER BY t.name LIMIT %s",
+            [after_id, "%" + _like_escape(search) + "%", after_name, limit],
         )
         rows = cursor.fetchall()
     return [TableSeen(name=n, events=c, destructive=d, first_at=f, last_at=la) for n, c, d, f, la in rows]
@@ -100,6 +107,16 @@ def tables_seen_refresh() -> int:
         done = {"upto_id": upto, "refreshed_at": timezone.now(), "refreshing_since": None}
         TableCatalogue.objects.filter(pk=1).update(**done)
     return kept
+
+
+def queue_tables_refresh() -> None:
+    """Queue the rebuild; without a broker the list stays as it is (and says how old it is)."""
+    from investigations.tasks import refresh_tables_seen
+
+    try:
+        refresh_tables_seen.delay()
+    except Exception:  # the broker is down: the list it has must still be served
+        logger.warning("could not queue the rebuild of the tables list", exc_info=True)
 
 
 def tables_seen_refresh_due(queue: Callable[[], None]) -> bool:
