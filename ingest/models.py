@@ -330,3 +330,63 @@ class Alert(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} on {self.server}"
+
+
+class Split(models.Model):
+    """A backlog of one file source read by several workers at once (ingest.split).
+
+    One worker scans the files from the source's checkpoint with the parser and session tracker
+    alone, and cuts them into byte ranges (Chunk), each with the tracker's state at its start;
+    any worker then reads a range into the store as if it had read everything before it. The
+    files' resume points and the source's checkpoint move on only when every range is stored."""
+
+    source = models.ForeignKey(Source, on_delete=models.CASCADE, related_name="splits")
+    run = models.ForeignKey(IngestRun, on_delete=models.CASCADE, related_name="splits")
+    created_at = models.DateTimeField(auto_now_add=True)
+    planned = models.BooleanField(default=False, help_text="Every range is known (the scan is over)")
+    # {"<SourceFile pk>": {"resume": ..., "finished": bool}, ...} once planned, and the state after
+    # the last range: what the files and the source's checkpoint become when every range is stored.
+    ends = models.JSONField(default=dict, blank=True)
+    final_state = models.JSONField(default=dict, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # At most one split of a source under way: the source waits for it.
+            models.UniqueConstraint(
+                fields=["source"], condition=models.Q(finished_at__isnull=True), name="one_open_split"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"split {self.pk} of source {self.source_id}"
+
+
+class Chunk(models.Model):
+    """One byte range of a split file: [start offset, end_offset) of `source_file`."""
+
+    split = models.ForeignKey(Split, on_delete=models.CASCADE, related_name="chunks")
+    number = models.PositiveIntegerField()
+    source_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="chunks")
+    start = models.JSONField(help_text="Resume point of its first byte: offset, line, last_time")
+    start_state = models.JSONField(help_text="Tracker and gap finder state before its first byte")
+    end_offset = models.BigIntegerField()
+    # Read to the file's end and flushed (the file is finished and this is its last range).
+    finish = models.BooleanField(default=False)
+    # How far a worker got: the resume point and state after its last committed batch.
+    resume = models.JSONField(null=True, blank=True)
+    state = models.JSONField(null=True, blank=True)
+    # Flags learnt here about events maybe stored by an earlier range, not stored yet when this
+    # one ran: applied again (idempotent) when the split ends. [[flag, [[hash hex, time], ...]]]
+    corrections = models.JSONField(default=list, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, help_text="Host and process that read it")
+    done = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["split", "number"], name="chunk_number")]
+        ordering = ["split", "number"]
+
+    def __str__(self) -> str:
+        return f"chunk {self.number} of split {self.split_id}"

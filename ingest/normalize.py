@@ -10,6 +10,7 @@ current server boot) is a plain dict, so a checkpoint can save and restore it.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -80,7 +81,8 @@ class SessionTracker:
             "boot_is_restart": self.boot_is_restart,
             "last_time": self.last_time.isoformat() if self.last_time else None,
             "max_connect_id": self.max_connect_id,
-            "routines": self.routines,
+            # A copy: the classifier goes on adding to the live one after this moment.
+            "routines": {name: list(known) for name, known in self.routines.items()},
             "connections": [
                 {
                     "key": s.key,
@@ -97,7 +99,8 @@ class SessionTracker:
                     "autocommit": s.autocommit,
                     "explicit": s.explicit,
                     "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
-                    "statements": s.statements,
+                    # Copies, as above: the state is of this moment, not of what follows.
+                    "statements": copy.deepcopy(s.statements),
                 }
                 for s in self.connections.values()
             ],

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from ingest.events import Event, FlagCorrection, Gap
 from ingest.models import Gap as GapRow
-from ingest.models import IngestRun, ParseProblem, Source, SourceFile
+from ingest.models import IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.mysql_table import Puller
 from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
@@ -551,9 +551,10 @@ def tail_messages(
     hints: FileHints,
     tracker: SessionTracker,
     gaps: GapFinder,
-    writer: EventWriter,
+    writer: EventWriter | None,
     batch_size: int,
     last_time: datetime | None = None,
+    cut_bytes: int | None = None,
 ) -> Iterator[tuple[object, ...]]:
     """Parse a file from a resume point; yield ("batch", formatted events, problems, events seen,
     corrections, gaps, resume point, state, finished) messages, each complete up to its resume point.
@@ -569,6 +570,9 @@ def tail_messages(
        know that the next line does not continue it) and whatever follows are left for the
        next read, which starts at that item.
     A file that is finished is read to its end and every stage flushed.
+
+    With no `writer` it only scans (ingest.split): events are counted, not kept or formatted.
+    `cut_bytes` also makes a cut whenever that many bytes were read since the last one.
     """
     start_line = lines.line
     # Where the parser would resume before its next item, as it tells it (a cheap tuple: the
@@ -595,6 +599,7 @@ def tail_messages(
     cuts: list[_Cut] = []
     want_cut = False
     final: _Cut | None = None
+    cut_from = lines.offset
 
     def cut(resume: dict[str, object]) -> _Cut:
         state = {"tracker": tracker.to_state(), "gaps": gaps.to_state()}
@@ -607,7 +612,7 @@ def tail_messages(
         return _Cut(resume, state, ends)
 
     def valve() -> Iterator[Item]:
-        nonlocal want_cut, final
+        nonlocal want_cut, final, cut_from
         before_banner: _Cut | None = None
         iterator = iter(items)
         while True:
@@ -628,6 +633,7 @@ def tail_messages(
                 if want_cut and before_banner is None:
                     cuts.append(cut(_resume_before(before, item)))
                     want_cut = False
+                    cut_from = lines.offset
                 before_banner = None
             yield item
 
@@ -638,7 +644,7 @@ def tail_messages(
         del events[: n[0]], problems[: n[1]], corrections[: n[2]], found[: n[3]]
         for i in range(4):
             taken[i] = c.ends[i]
-        formatted = writer.formatter.format(batch_events)
+        formatted = writer.formatter.format(batch_events) if writer else None
         return (
             "batch",
             formatted,
@@ -653,8 +659,8 @@ def tail_messages(
 
     for out in gaps.process(classify_events(tracker.process(valve()), tracker.routines)):
         if isinstance(out, Event):
-            events.append(out)
-            if len(events) >= batch_size:
+            events.append(out if writer else None)  # type: ignore[arg-type]
+            if len(events) >= batch_size or (cut_bytes and lines.offset - cut_from >= cut_bytes):
                 want_cut = True
         elif isinstance(out, FlagCorrection):
             corrections.append(out)
@@ -671,7 +677,9 @@ def tail_messages(
         yield send(final, False)  # what came after it is read again next time
 
 
-def ingest_source(source_id: int, *, run_id: int | None = None) -> IngestRun | None:
+def ingest_source(
+    source_id: int, *, run_id: int | None = None, dispatch: Callable[[int], object] | None = None
+) -> IngestRun | None:
     """One incremental pass over a source, under its advisory lock: read what is new since its
     checkpoint into the store. Returns the run (None when there was nothing new and no run was
     asked for). Raises SourceBusy when another worker is ingesting the source.
@@ -681,6 +689,10 @@ def ingest_source(source_id: int, *, run_id: int | None = None) -> IngestRun | N
        committing every batch of events with the file's new resume point and the source's
        tracker state in one transaction. Tables: pull from the watermark (ingest_table).
     3. Record when the source was polled, when data last came, and why it could not be read.
+
+    With `dispatch` (a function that queues the reading of a range: the Celery task), a big
+    backlog of a file source is shared out between workers instead (ingest.split); while that
+    goes on, polls of the source only look after it.
     """
     from ingest.checkpoints import source_lock
 
@@ -688,7 +700,11 @@ def ingest_source(source_id: int, *, run_id: int | None = None) -> IngestRun | N
     with source_lock(source.pk) as got:
         if not got:
             raise SourceBusy(f"source {source.pk} is being ingested by another worker")
-        IngestRun.objects.filter(source=source, status=IngestRun.Status.RUNNING).update(
+        # (A shared-out backlog's run goes on while its ranges are read: its split ends it.)
+        open_splits = Split.objects.filter(source=source, finished_at__isnull=True, planned=True)
+        IngestRun.objects.filter(source=source, status=IngestRun.Status.RUNNING).exclude(
+            pk__in=open_splits.values("run_id")
+        ).update(
             status=IngestRun.Status.FAILED,
             error="interrupted: the worker running it stopped before the end",
             finished_at=timezone.now(),
@@ -698,7 +714,7 @@ def ingest_source(source_id: int, *, run_id: int | None = None) -> IngestRun | N
             if source.kind == Source.Kind.MYSQL_TABLE:
                 run = _pull_table_source(source, run)
             else:
-                run = _ingest_file_source(source, run)
+                run = _ingest_file_source(source, run, dispatch)
         finally:
             Source.objects.filter(pk=source.pk).update(last_polled_at=timezone.now())
             check_sources_health([Source.objects.get(pk=source.pk)])  # a run may fail, or heal it
@@ -746,9 +762,16 @@ def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
     return run
 
 
-def _ingest_file_source(source: Source, run: IngestRun | None) -> IngestRun | None:
+def _ingest_file_source(
+    source: Source, run: IngestRun | None, dispatch: Callable[[int], object] | None
+) -> IngestRun | None:
     from ingest.checkpoints import content_size, plan_reads
+    from ingest.split import look_after_split, plan_split, worth_splitting
 
+    if not look_after_split(source, dispatch):
+        if run is not None:  # asked for while a split goes on: that split is the reading
+            return _end_run(_start_run(source, run, 0))
+        return None
     plan = plan_reads(source)
     errors = list(plan.errors)
     if not plan.matched_any:
@@ -769,6 +792,9 @@ def _ingest_file_source(source: Source, run: IngestRun | None) -> IngestRun | No
     try:
         for gone in plan.vanished:
             _file_vanished(run, gone)
+        if dispatch is not None and worth_splitting(reads):
+            plan_split(source, run, reads, dispatch)
+            return IngestRun.objects.get(pk=run.pk)  # ended by the split's last range
         done = 0
         for r, total in zip(reads, totals, strict=True):
             c = r.candidate
@@ -807,9 +833,9 @@ def _file_vanished(run: IngestRun, known: SourceFile) -> None:
     run.refresh_from_db(fields=["problems"])
 
 
-def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -> None:
-    """Read one file of a source from its resume point; see tail_messages and ingest_source."""
-    from ingest.checkpoints import Read, open_content, still_the_same
+def known_file(source: Source, read: object) -> SourceFile | None:
+    """The SourceFile a planned read continues (made for a new file); None if it is finished."""
+    from ingest.checkpoints import Read
 
     assert isinstance(read, Read)
     c = read.candidate
@@ -829,33 +855,57 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
             },
         )
         if known.finished:
-            return
+            return None
     elif known.head_length < len(c.head) and (known.device, known.inode) == (c.device, c.inode):
         # The file grew past the bytes that named it: name it by more of them from now on.
         SourceFile.objects.filter(pk=known.pk).update(head_sha256=c.head_sha256, head_length=len(c.head))
-    resume = known.resume or _resume_dict(0, 1)
-    offset, line = int(resume["offset"]), int(resume["line"])  # type: ignore[call-overload]
+    return known
+
+
+def followed_format(source: Source, head: bytes) -> str:
+    """The format a followed file is read in (its source's, or detected from its first bytes)."""
+    fmt = source.format if source.format != "auto" else detect_format(head)
+    if fmt != "general-log" and fmt not in TAIL_PARSERS:
+        raise ValueError(
+            f"Format {fmt!r} cannot be followed (supported: general-log, {', '.join(TAIL_PARSERS)})."
+        )
+    return fmt
+
+
+def parsing_state(source: Source, state: dict[str, object]) -> tuple[SessionTracker, GapFinder]:
+    """A session tracker and a gap finder in the state a checkpoint recorded (empty: a fresh start)."""
+    tracker = SessionTracker(source.server, ZoneInfo(source.timezone))
+    if state.get("tracker"):
+        tracker.load_state(state["tracker"])  # type: ignore[arg-type]
+    gaps = GapFinder()
+    if state.get("gaps"):
+        gaps.load_state(state["gaps"])  # type: ignore[arg-type]
+    return tracker, gaps
+
+
+def resume_of(resume: dict[str, object]) -> tuple[int, int, datetime | None]:
+    """(offset, line, time carried forward) of a resume point."""
     last_time = datetime.fromisoformat(str(resume["last_time"])) if resume.get("last_time") else None
+    return int(resume["offset"]), int(resume["line"]), last_time  # type: ignore[call-overload]
+
+
+def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -> None:
+    """Read one file of a source from its resume point; see tail_messages and ingest_source."""
+    from ingest.checkpoints import Read, open_content, still_the_same
+
+    assert isinstance(read, Read)
+    c = read.candidate
+    known = known_file(source, read)
+    if known is None:
+        return
+    offset, line, last_time = resume_of(known.resume or _resume_dict(0, 1))
     try:
         f, limit = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
         Source.objects.filter(pk=source.pk).update(last_error=str(e)[:2000])
         return
-    fmt = source.format
-    if fmt == "auto":
-        fmt = detect_format(c.head)
-    if fmt != "general-log" and fmt not in TAIL_PARSERS:
-        raise ValueError(
-            f"Format {fmt!r} cannot be followed (supported: general-log, {', '.join(TAIL_PARSERS)})."
-        )
-    checkpoint = Source.objects.get(pk=source.pk).checkpoint or {}
-    tz = ZoneInfo(source.timezone)
-    tracker = SessionTracker(source.server, tz)
-    if checkpoint.get("tracker"):
-        tracker.load_state(checkpoint["tracker"])
-    gaps = GapFinder()
-    if checkpoint.get("gaps"):
-        gaps.load_state(checkpoint["gaps"])
+    fmt = followed_format(source, c.head)
+    tracker, gaps = parsing_state(source, Source.objects.get(pk=source.pk).checkpoint or {})
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     lines = _Lines(f, offset, line, limit, partial_ok=read.finish)  # type: ignore[arg-type]
     hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)

@@ -9,6 +9,7 @@ from django.conf import settings
 from ingest.partitions import create_partitions_ahead
 from ingest.pipeline import SourceBusy, ingest_source, poll_due_sources
 from ingest.sources import check_sources_health
+from ingest.split import finish_split, read_chunk
 
 
 @shared_task
@@ -34,9 +35,38 @@ def ingest_source_task(self: Task, source_id: int, run_id: int | None = None) ->
     """Read what is new in a source. A run someone asked for waits while another worker holds
     the source; a scheduled poll that finds it busy is dropped (the next one comes soon)."""
     try:
-        run = ingest_source(source_id, run_id=run_id)
+        run = ingest_source(
+            source_id, run_id=run_id, dispatch=lambda chunk_id: ingest_chunk_task.delay(chunk_id)
+        )
     except SourceBusy:
         if run_id is None:
             return None
         raise self.retry(countdown=settings.INGEST_POLL_SECONDS) from None
     return run.pk if run else None
+
+
+@shared_task(name="ingest.tasks.ingest_chunk")
+def ingest_chunk_task(chunk_id: int) -> bool:
+    """Read one range of a shared-out backlog (ingest.split). Another worker holding it, or a
+    range already read, is nothing to do; a range stopped midway is queued again by the polls."""
+    done = read_chunk(chunk_id)
+    if done:
+        from ingest.models import Chunk
+
+        split_id = Chunk.objects.values_list("split_id", flat=True).get(pk=chunk_id)
+        if not finish_split(split_id):  # the source's lock was busy: try again in a moment
+            finish_split_task.apply_async((split_id,), countdown=1)
+    return done
+
+
+@shared_task(bind=True, max_retries=120, name="ingest.tasks.finish_split")
+def finish_split_task(self: Task, split_id: int) -> bool:
+    """End a split whose ranges are all read, once the source's lock is free."""
+    from ingest.models import Split
+
+    split = Split.objects.get(pk=split_id)
+    if split.finished_at or not split.planned or split.chunks.filter(done=False).exists():
+        return split.finished_at is not None  # the last range (or a poll) ends it
+    if not finish_split(split_id):
+        raise self.retry(countdown=1)
+    return True

@@ -23,7 +23,7 @@ import pytest
 from django.db import connection
 
 from ingest.checkpoints import LOCK_CLASS
-from ingest.models import Event, IngestRun, Source, SourceFile
+from ingest.models import Chunk, Event, IngestRun, Source, SourceFile, Split
 from ingest.pipeline import SourceBusy, ingest_source
 from ingest.tasks import ingest_source_task
 from tests.ingest.test_sources import events_of, straight_ingest
@@ -288,3 +288,59 @@ def test_a_siem_polling_alerts_while_two_workers_ingest_gets_each_alert_once(
     assert {(t, h) for _, t, h in seen} == expected  # every alert, and only those
     assert len(seen) == len(expected)
     assert {e.server for e in worth} == {"db1", "db2"}
+
+
+SPLIT_SETTINGS = {
+    "INGEST_SPLIT_BYTES": str(512 * 1024),
+    "INGEST_CHUNK_BYTES": str(96 * 1024),
+    "INGEST_BATCH_SIZE": "400",
+    "INGEST_CHUNK_REDISPATCH_SECONDS": "3",
+}
+
+
+def backlog(tmp_path: Path, records: int) -> tuple[Path, bytes]:
+    """A rotated file and the live one with `records` records between them, not read yet."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "general.log"
+    writer = GeneralLogWriter(log)
+    writer.write(records // 2)
+    content = rotate_rename(log).read_bytes()
+    writer.reopen()
+    writer.write(records - records // 2)
+    writer.f.flush()
+    return log, content + log.read_bytes()
+
+
+def test_two_workers_share_out_a_big_backlog_and_store_each_event_once(
+    tmp_path: Path, workers: Workers
+) -> None:
+    log, content = backlog(tmp_path, 24000)
+    source = follow(str(log) + "*")
+    workers.start(**SPLIT_SETTINGS)
+    workers.start(beat=False, **SPLIT_SETTINGS)
+    expect_all_but_last(tmp_path, content, workers)
+    split = Split.objects.get(source=source)
+    wait_for(lambda: Split.objects.get(pk=split.pk).finished_at is not None, workers)
+    chunks = Chunk.objects.filter(split=split)
+    assert chunks.count() > 10 and not chunks.filter(done=False).exists()
+    # Both workers read ranges (each is a worker process of its own: host and pid).
+    assert len(set(chunks.values_list("worker", flat=True))) == 2, workers.logs()
+    assert IngestRun.objects.get(pk=split.run_id).status == IngestRun.Status.DONE
+    assert SourceFile.objects.filter(source=source, finished=True).count() == 1
+
+
+def test_a_worker_killed_mid_range_leaves_the_split_to_the_others(tmp_path: Path, workers: Workers) -> None:
+    log, content = backlog(tmp_path, 24000)
+    source = follow(str(log) + "*")
+    first = workers.start(**SPLIT_SETTINGS)
+
+    def mid_range() -> bool:
+        return Chunk.objects.filter(split__source=source, done=False, resume__isnull=False).exists()
+
+    wait_for(mid_range, workers)
+    workers.kill(first)
+    assert Event.objects.filter(server="db1").count() < 23000
+    workers.start(**SPLIT_SETTINGS)
+    expect_all_but_last(tmp_path, content, workers)
+    wait_for(lambda: not Split.objects.filter(source=source, finished_at__isnull=True).exists(), workers)

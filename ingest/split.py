@@ -1,0 +1,393 @@
+"""A big backlog of one file source, read by several workers at once.
+
+Reading a log is sequential in one respect only: who a statement belongs to, its database, its
+transaction and the gaps around it depend on everything before it. That part (the parser and
+the session tracker, without formatting or writing) is cheap; formatting and storing are not.
+So a backlog is read in three steps:
+
+1. plan (one worker, holding the source's lock): scan the files from the source's checkpoint,
+   cutting them into byte ranges of about INGEST_CHUNK_BYTES at points where every record
+   before is complete, and record each range (Chunk) with the tracker's state at its start. A
+   range is dispatched to the workers as soon as it is known, while the scan goes on. A gzip
+   file cannot be entered in the middle: it is one range.
+2. read (any worker, holding the range's lock): read one range into the store from its start
+   state, exactly as a poll that had read everything before it would; each batch is committed
+   with the range's own progress, so a worker killed mid-range leaves a resumable range.
+3. finish (whoever completes the last range, holding the source's lock): apply again the flags
+   a range learnt about events of an earlier range (rolled back: they may not have been stored
+   yet when it ran), then move the files' resume points and the source's checkpoint to the end
+   of the split in one transaction. Until then the source's resume points stay where the split
+   began, and polls of the source only look after the split.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import os
+import socket
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ingest.checkpoints import Candidate, Read, content_size, find_candidates, open_content, still_the_same
+from ingest.events import FlagCorrection
+from ingest.models import Chunk, IngestRun, ParseProblem, Source, SourceFile, Split
+from ingest.pipeline import (
+    EventWriter,
+    FileHints,
+    _Lines,
+    _resume_dict,
+    _store_gaps,
+    _store_problems,
+    followed_format,
+    in_second_process,
+    known_file,
+    parsing_state,
+    resume_of,
+    tail_messages,
+)
+
+log = logging.getLogger(__name__)
+
+# First key of the two-int advisory lock of a range: pg_try_advisory_lock(CHUNK_LOCK_CLASS, chunk id).
+CHUNK_LOCK_CLASS = 0x4143
+SCAN_ALL = 1 << 62  # no cut by number of events while scanning: only by bytes
+
+Dispatch = Callable[[int], object]
+
+
+def worth_splitting(reads: list[Read]) -> bool:
+    """Whether the bytes these reads have left are enough to share out (INGEST_SPLIT_BYTES; 0: never)."""
+    threshold = settings.INGEST_SPLIT_BYTES
+    if threshold <= 0:
+        return False
+    pending = sum(max(0, content_size(r.candidate) - r.offset) for r in reads)
+    return pending >= threshold and (len(reads) > 1 or pending > settings.INGEST_CHUNK_BYTES)
+
+
+# -- 1. plan ---------------------------------------------------------------------------------------
+
+
+def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Dispatch) -> Split:
+    """Scan `reads` (in order) into ranges and dispatch each as soon as it is known; then try to
+    finish the split (a small one may be read by the time the scan ends). Call it holding the
+    source's lock."""
+    split = Split.objects.create(source=source, run=run)
+    state: dict[str, object] = {
+        k: v for k, v in (source.checkpoint or {}).items() if k in ("tracker", "gaps")
+    }
+    ends: dict[str, object] = {}
+    number = 0
+    for read in reads:
+        known = known_file(source, read)
+        if known is None:
+            continue
+        start = known.resume or _resume_dict(0, 1)
+        for end, end_state, finished in _scan(source, read, start, state):
+            if int(end["offset"]) > int(start["offset"]) or finished:  # type: ignore[call-overload]
+                chunk = Chunk.objects.create(
+                    split=split,
+                    number=number,
+                    source_file=known,
+                    start=start,
+                    start_state=state,
+                    end_offset=end["offset"],
+                    finish=finished,
+                    dispatched_at=timezone.now(),
+                )
+                dispatch(chunk.pk)
+                number += 1
+            ends[str(known.pk)] = {"resume": end, "finished": finished}
+            start, state = end, end_state
+    split.ends = ends
+    split.final_state = state
+    split.planned = True
+    split.save(update_fields=["ends", "final_state", "planned"])
+    log.info("source %s: split %s planned in %s ranges", source.pk, split.pk, number)
+    finish_split(split.pk)
+    return split
+
+
+def _scan(
+    source: Source, read: Read, start: dict[str, object], state: dict[str, object]
+) -> Iterator[tuple[dict[str, object], dict[str, object], bool]]:
+    """The cuts of one file from `start`: (resume point, state there, read to the end) each."""
+    c = read.candidate
+    offset, line, last_time = resume_of(start)
+    f, limit = open_content(c, offset)
+    try:
+        tracker, gaps = parsing_state(source, state)
+        lines = _Lines(f, offset, line, limit, partial_ok=read.finish)  # type: ignore[arg-type]
+        for message in tail_messages(
+            fmt=followed_format(source, c.head),
+            lines=lines,
+            finish=read.finish,
+            hints=FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year),
+            tracker=tracker,
+            gaps=gaps,
+            writer=None,
+            batch_size=SCAN_ALL,
+            last_time=last_time,
+            cut_bytes=None if c.compressed else settings.INGEST_CHUNK_BYTES,
+        ):
+            *_, resume, cut_state, finished = message
+            # Kept while the scan goes on: nothing in it may be shared with the live stages.
+            yield resume, copy.deepcopy(cut_state), finished  # type: ignore[misc]
+    finally:
+        f.close()  # type: ignore[attr-defined]
+
+
+# -- 2. read a range -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def chunk_lock(chunk_id: int) -> Iterator[bool]:
+    """Hold the range's advisory lock (freed by PostgreSQL if the worker dies); yields whether we got it."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_lock(%s, %s)", [CHUNK_LOCK_CLASS, chunk_id])
+        got = bool(cur.fetchone()[0])
+    try:
+        yield got
+    finally:
+        if got:
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_advisory_unlock(%s, %s)", [CHUNK_LOCK_CLASS, chunk_id])
+
+
+def read_chunk(chunk_id: int, *, stop_after: int | None = None) -> bool:
+    """Read one range into the store; returns whether it is done (False: another worker holds it,
+    or the file changed under it and it is left for a later dispatch). `stop_after` batches: for
+    tests, a worker that stops mid-range."""
+    with chunk_lock(chunk_id) as got:
+        if not got:
+            return False
+        chunk = Chunk.objects.select_related("split__source", "split__run", "source_file").get(pk=chunk_id)
+        if chunk.done:
+            return True
+        if chunk.split.finished_at is not None:  # given up (its plan was interrupted)
+            return True
+        return _read_chunk(chunk, stop_after)
+
+
+def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
+    source, run, known = chunk.split.source, chunk.split.run, chunk.source_file
+    c = locate(source, known, chunk.end_offset)
+    if c is None:
+        _chunk_lost(chunk, "the file vanished (or changed) before this part of it was read: it is lost")
+        return True
+    resume = chunk.resume or chunk.start
+    offset, line, last_time = resume_of(resume)
+    try:
+        f, _ = open_content(c, offset)
+    except (FileNotFoundError, PermissionError) as e:
+        Chunk.objects.filter(pk=chunk.pk).update(error=str(e)[:2000])
+        return False
+    fmt = followed_format(source, c.head)
+    limit = chunk.end_offset - offset
+    if fmt == "general-log" and not chunk.finish:
+        # A general-log record ends where the next begins: let the parser see that next line.
+        limit += len(_line_at(c, chunk.end_offset))
+    tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
+    writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
+    lines = _Lines(f, offset, line, limit, partial_ok=chunk.finish)  # type: ignore[arg-type]
+    hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
+
+    def produce() -> Iterator[tuple[object, ...]]:
+        return tail_messages(
+            fmt=fmt,
+            lines=lines,
+            finish=chunk.finish,
+            hints=hints,
+            tracker=tracker,
+            gaps=gaps,
+            writer=writer,
+            batch_size=settings.INGEST_BATCH_SIZE,
+            last_time=last_time,
+        )
+
+    worker = f"{socket.gethostname()}:{os.getpid()}"[:200]
+    learnt = list(chunk.corrections)
+    messages = in_second_process(produce) if settings.INGEST_PARALLEL else produce()
+    done = False
+    batches = 0
+    try:
+        for message in messages:
+            _, formatted, problems, seen, corrections, found, new_resume, state, finished = message
+            new_offset = int(new_resume["offset"])  # type: ignore[index]
+            last = finished if chunk.finish else new_offset >= chunk.end_offset
+            if not last and new_offset > chunk.end_offset:
+                raise RuntimeError(f"range {chunk.pk} read past its end ({new_offset} > {chunk.end_offset})")
+            if not c.compressed and not still_the_same(f, c, min(new_offset, chunk.end_offset)):
+                log.info("range %s: %s changed while it was read; it is read again later", chunk.pk, c.path)
+                break
+            learnt += _corrections_json(corrections)  # type: ignore[arg-type]
+            with transaction.atomic():
+                stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
+                writer.apply_corrections(corrections)  # type: ignore[arg-type]
+                _store_gaps(source, known, found)  # type: ignore[arg-type]
+                _store_problems(run, known, problems)  # type: ignore[arg-type]
+                Chunk.objects.filter(pk=chunk.pk).update(
+                    resume=new_resume,
+                    state=state,
+                    corrections=learnt,
+                    worker=worker,
+                    done=last,
+                    error="",
+                )
+                IngestRun.objects.filter(pk=run.pk).update(
+                    bytes_read=F("bytes_read") + (new_offset - offset),
+                    events_seen=F("events_seen") + seen,
+                    events_stored=F("events_stored") + stored,
+                    problems=F("problems") + len(problems),  # type: ignore[arg-type]
+                )
+            offset = new_offset
+            batches += 1
+            if last:
+                done = True
+                break
+            if stop_after is not None and batches >= stop_after:
+                break
+    finally:
+        messages.close()  # type: ignore[attr-defined]
+        f.close()  # type: ignore[attr-defined]
+    if done:
+        finish_split(chunk.split_id)
+    return done
+
+
+def locate(source: Source, known: SourceFile, needed: int) -> Candidate | None:
+    """The file `known` is now, with at least `needed` bytes: under its name or renamed (same
+    inode and first bytes), else a copy of it (copytruncate: same first bytes, long enough)."""
+    candidates = find_candidates(source.path, [])
+    same = [
+        c for c in candidates if (c.device, c.inode) == (known.device, known.inode) and c.head_matches(known)
+    ]
+    copies = [c for c in candidates if c.head_matches(known)]
+    for c in same + copies:
+        if c.compressed or c.size >= needed:
+            return c
+    return None
+
+
+def _line_at(c: Candidate, offset: int) -> bytes:
+    """The line of an uncompressed file that begins at `offset` (the first line of the next range)."""
+    with c.path.open("rb") as f:
+        f.seek(offset)
+        return f.readline()
+
+
+def _corrections_json(corrections: list[FlagCorrection]) -> list[object]:
+    return [[c.flag, [[h.hex(), t.isoformat() if t else None] for h, t in c.keys]] for c in corrections]
+
+
+def _corrections_from(stored: list[object]) -> list[FlagCorrection]:
+    return [
+        FlagCorrection(flag, [(bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for h, t in keys])
+        for flag, keys in stored  # type: ignore[misc]
+    ]
+
+
+def _chunk_lost(chunk: Chunk, reason: str) -> None:
+    """A range that can no longer be read: said where the operator looks, and the split goes on."""
+    resume = chunk.resume or chunk.start
+    with transaction.atomic():
+        ParseProblem.objects.bulk_create(
+            [
+                ParseProblem(
+                    run=chunk.split.run,
+                    source_file=chunk.source_file,
+                    line=int(resume.get("line", 1)),
+                    offset=int(resume.get("offset", 0)),
+                    reason=reason,
+                    excerpt=b"",
+                )
+            ],
+            ignore_conflicts=True,
+        )
+        Chunk.objects.filter(pk=chunk.pk).update(done=True, error=reason)
+        IngestRun.objects.filter(pk=chunk.split.run_id).update(problems=F("problems") + 1)
+    finish_split(chunk.split_id)
+
+
+# -- 3. finish -------------------------------------------------------------------------------------
+
+
+def finish_split(split_id: int) -> bool:
+    """End the split if every range is read: returns whether it is ended. Needs the source's lock
+    (advisory locks nest: the planner and a poll hold it already); False if another holds it."""
+    from ingest.checkpoints import source_lock
+
+    split = Split.objects.select_related("source", "run").get(pk=split_id)
+    if split.finished_at is not None:
+        return True
+    if not split.planned or split.chunks.filter(done=False).exists():
+        return False
+    with source_lock(split.source_id) as got:
+        if not got:
+            return False
+        with transaction.atomic():
+            split = Split.objects.select_for_update().select_related("source", "run").get(pk=split_id)
+            if split.finished_at is not None:
+                return True
+            writer = EventWriter(source_file_id=0, ingest_run_id=None)
+            for stored in split.chunks.exclude(corrections=[]).values_list("corrections", flat=True):
+                writer.apply_corrections(_corrections_from(stored))
+            now = timezone.now()
+            for file_id, end in split.ends.items():
+                offset = int(end["resume"]["offset"])
+                SourceFile.objects.filter(pk=int(file_id)).update(
+                    resume=end["resume"], bytes_read=offset, last_read_at=now, finished=end["finished"]
+                )
+            source = Source.objects.select_for_update().get(pk=split.source_id)
+            checkpoint = dict(source.checkpoint or {}) | split.final_state
+            Source.objects.filter(pk=source.pk).update(checkpoint=checkpoint, last_data_at=now)
+            split.finished_at = now
+            split.save(update_fields=["finished_at"])
+            run = split.run
+            if run.status == IngestRun.Status.RUNNING:
+                IngestRun.objects.filter(pk=run.pk).update(status=IngestRun.Status.DONE, finished_at=now)
+    log.info("source %s: split %s finished", split.source_id, split.pk)
+    return True
+
+
+def look_after_split(source: Source, dispatch: Dispatch | None) -> bool:
+    """A poll of a source with a split under way (call it holding the source's lock): give up a
+    split whose scan was interrupted, dispatch again the ranges no worker is reading and that
+    look forgotten, and finish it if it can be. Returns whether the source is free to be read."""
+    split = Split.objects.filter(source=source, finished_at__isnull=True).first()
+    if split is None:
+        return True
+    if not split.planned:
+        # Its planner held this lock, which we have now: it died. Its resume points never moved,
+        # so reading on from them stores what its ranges did not (and nothing twice).
+        now = timezone.now()
+        Split.objects.filter(pk=split.pk).update(finished_at=now)
+        IngestRun.objects.filter(pk=split.run_id, status=IngestRun.Status.RUNNING).update(
+            status=IngestRun.Status.FAILED,
+            error="interrupted while its backlog was being shared out",
+            finished_at=now,
+        )
+        return True
+    if finish_split(split.pk):
+        return True
+    if dispatch is not None:
+        forgotten = timezone.now() - timedelta(seconds=settings.INGEST_CHUNK_REDISPATCH_SECONDS)
+        for chunk in split.chunks.filter(done=False):
+            started = chunk.resume is not None
+            if (started or (chunk.dispatched_at and chunk.dispatched_at < forgotten)) and _lock_free(
+                chunk.pk
+            ):
+                Chunk.objects.filter(pk=chunk.pk).update(dispatched_at=timezone.now())
+                dispatch(chunk.pk)
+    return False
+
+
+def _lock_free(chunk_id: int) -> bool:
+    with chunk_lock(chunk_id) as got:
+        return got
