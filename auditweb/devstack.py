@@ -61,6 +61,12 @@ SAMPLE_LOGS = {
     "tests/fixtures/genlog/*.log": "demo-general-log",
     "tests/fixtures/server_audit/*.log": "demo-server-audit",
 }
+# The demo's logins: the superuser admin, and one login for each lesser role.
+DEMO_LOGINS = (
+    ("admin", ["--superuser"]),
+    ("investigator", ["--role", "investigator"]),
+    ("viewer", ["--role", "viewer"]),
+)
 # sun_path holds 108 bytes on Linux; PostgreSQL appends "/.s.PGSQL.5432.lock".
 MAX_SOCKET_DIR = 80
 
@@ -587,8 +593,10 @@ def demo(stack: Stack) -> int:
 
     say("migrating the database")
     stack.run([*manage, "migrate", "--no-input"])
-    _, login = stack.run([*manage, "create_login", "admin", "--superuser"], capture=True)
-    print(login, end="", flush=True)
+    # One login per role, so each role's view of AuditWeb can be tried.
+    for username, role in DEMO_LOGINS:
+        _, login = stack.run([*manage, "create_login", username, *role], capture=True)
+        print(login, end="", flush=True)
     for pattern, server in SAMPLE_LOGS.items():
         samples = sorted(glob.glob(pattern))
         if samples:
@@ -626,7 +634,7 @@ def demo(stack: Stack) -> int:
     env_file = shown(stack.home / "env")
     lines = [
         f"AuditWeb is running at {url}  (up in {time.monotonic() - started:.0f} s)",
-        "Log in as admin with the password printed when that login was created.",
+        "Log in as admin, investigator or viewer with the password printed when it was created.",
         f"Forgot it? set -a; . {env_file}; set +a; .venv/bin/python manage.py changepassword admin",
         f"Worker log: {shown(stack.logs / 'worker.log')}. Ctrl-C stops everything.",
     ]

@@ -115,6 +115,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "investigations.roles.role_context",
             ],
         },
     }
@@ -163,7 +164,8 @@ REST_FRAMEWORK = {
         "investigations.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    # Each view says its role (investigations.roles.role_permission); one that does not refuses all.
+    "DEFAULT_PERMISSION_CLASSES": ["investigations.roles.NoRoleDeclared"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
@@ -173,6 +175,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Normalized MySQL/MariaDB audit events for investigators and SIEMs.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and its docs pages are for viewers and up, like the API they describe.
+    "SERVE_PERMISSIONS": ["investigations.roles.ViewerPermission"],
 }
 
 CELERY_BROKER_URL = REDIS_URL

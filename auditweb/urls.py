@@ -5,11 +5,17 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from investigations.roles import Role, role_permission
+
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path(
+        "api/schema/",
+        SpectacularAPIView.as_view(permission_classes=[role_permission(Role.VIEWER)]),
+        name="schema",
+    ),
     path("api/v1/", include("investigations.api_urls")),
     path("", include("investigations.urls")),
 ]

@@ -11,7 +11,7 @@ from django.http import QueryDict, StreamingHttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework.decorators import api_view
+from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -20,6 +20,7 @@ from ingest.alerts import BadCursor as BadAlertCursor
 from ingest.alerts import alerts_after
 from ingest.models import Event
 from investigations.query import BadCursor, EventFilter, filter_events, keyset_page
+from investigations.roles import Role, role_permission
 from investigations.serializers import (
     AlertPageSerializer,
     AlertSerializer,
@@ -121,6 +122,7 @@ def page_size(params: QueryDict) -> int:
     operation_id="events_list",
 )
 @api_view(["GET"])
+@permission_classes([role_permission(Role.VIEWER)])
 def event_list(request: Request) -> Response:
     flt = filter_events(request.query_params)
     if not flt.is_valid():
@@ -162,6 +164,7 @@ def event_list(request: Request) -> Response:
     ),
 )
 @api_view(["GET"])
+@permission_classes([role_permission(Role.VIEWER)])
 def alert_list(request: Request) -> Response:
     after = request.query_params.get("after") or None
     try:
@@ -235,6 +238,7 @@ _AUDITWEB_ONLY = (
     ),
 )
 @api_view(["GET"])
+@permission_classes([role_permission(Role.VIEWER)])
 def event_export(request: Request) -> StreamingHttpResponse:
     flt = filter_events(request.query_params)
     if not flt.is_valid():

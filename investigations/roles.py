@@ -19,7 +19,7 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 
 class Role(IntEnum):
@@ -86,16 +86,52 @@ def role_required(role: Role) -> Callable[[Callable[..., HttpResponse]], Callabl
     return decorate
 
 
-def role_permission(role: Role) -> type[BasePermission]:
+def role_permission(role: Role, *, write: Role | None = None) -> type[BasePermission]:
     """For an API view: `permission_classes=[role_permission(Role.INVESTIGATOR)]`.
-    Anonymous requests get 401 (DRF asks for credentials), logins without the role 403."""
+    Anonymous requests get 401 (DRF asks for credentials), logins without the role 403.
+    `write`: the role that changes need (POST, PATCH, PUT, DELETE) where reading needs less."""
+    write_role = write or role
 
     class HasRole(BasePermission):
         message = f"This needs the {role.group_name} role."
         required_role = role
+        required_write_role = write_role
 
         def has_permission(self, request: Any, view: Any) -> bool:
-            return has_role(request.user, role)
+            needed = role if request.method in SAFE_METHODS else write_role
+            if not has_role(request.user, needed):
+                self.message = f"This needs the {needed.group_name} role."
+                return False
+            return True
 
-    HasRole.__name__ = HasRole.__qualname__ = f"Has{role.name.title()}Role"
+    suffix = f"Write{write_role.name.title()}" if write_role != role else ""
+    HasRole.__name__ = HasRole.__qualname__ = f"Has{role.name.title()}Role{suffix}"
     return HasRole
+
+
+# For settings, which name classes by dotted path: drf-spectacular's schema and docs pages.
+ViewerPermission = role_permission(Role.VIEWER)
+
+
+class NoRoleDeclared(BasePermission):
+    """DRF's default permission: an API view that does not say its role refuses everyone, so a
+    forgotten declaration shows at once instead of opening the view to every login."""
+
+    message = (
+        "This API view declares no role: give it "
+        "@permission_classes([role_permission(Role.VIEWER)]) (or INVESTIGATOR, ADMIN)."
+    )
+
+    def has_permission(self, request: Any, view: Any) -> bool:
+        return False
+
+
+def role_context(request: HttpRequest) -> dict[str, object]:
+    """For templates (settings' context processors): what the viewer may do, so navigation and
+    buttons show only what the role can use."""
+    role = user_role(getattr(request, "user", None))
+    return {
+        "user_role": role,
+        "may_investigate": role is not None and role >= Role.INVESTIGATOR,
+        "may_administer": role is not None and role >= Role.ADMIN,
+    }

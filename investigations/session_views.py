@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
@@ -20,6 +19,7 @@ from investigations.query import (
     statement_counts,
     transaction_open_before,
 )
+from investigations.roles import Role, role_required
 from investigations.views import htmx_template
 
 SESSIONS_PAGE = 50
@@ -31,7 +31,7 @@ def _get_session(request: HttpRequest, session_id: int) -> Session:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 @vary_on_headers("HX-Request")
 def session_list(request: HttpRequest) -> HttpResponse:
     flt = filter_sessions(request.GET)
@@ -73,7 +73,7 @@ def _mark_transactions(events: list[Event], open_before: bool) -> None:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     """Every statement of one connection in log order, its transactions bracketed."""
     session = _get_session(request, session_id)

@@ -3,8 +3,6 @@ HTMX polls the same views for the named partial that shows running ingests."""
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -15,6 +13,7 @@ from ingest.models import IngestRun, Source
 from ingest.pipeline import source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
+from investigations.roles import Role, role_required
 from investigations.upload_forms import UploadForm
 
 RUNS_SHOWN = 30
@@ -29,23 +28,16 @@ def _get_source(request: HttpRequest, source_id: int) -> Source:
     return get_object_or_404(Source, pk=source_id)
 
 
-def _require_manager(request: HttpRequest) -> None:
-    """Changing what is read is for staff; every logged-in user may look."""
-    if not request.user.is_staff:  # type: ignore[union-attr]
-        raise PermissionDenied("Only staff may change sources.")
-
-
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 def source_list(request: HttpRequest) -> HttpResponse:
     sources = [(s, source_health(s)) for s in Source.objects.order_by("kind", "name")]
     return render(request, "investigations/source_list.html", {"sources": sources})
 
 
 @require_http_methods(["GET", "POST"])
-@login_required
+@role_required(Role.ADMIN)  # changing what is read is for admins; every viewer may look
 def source_edit(request: HttpRequest, source_id: int | None = None) -> HttpResponse:
-    _require_manager(request)
     source = _get_source(request, source_id) if source_id else None
     form = SourceForm(request.POST or None, instance=source)
     if request.method == "POST" and form.is_valid():
@@ -55,7 +47,7 @@ def source_edit(request: HttpRequest, source_id: int | None = None) -> HttpRespo
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 @vary_on_headers("HX-Request")
 def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
     source = _get_source(request, source_id)
@@ -75,7 +67,7 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
 
 
 @require_POST
-@login_required
+@role_required(Role.ADMIN)
 def source_ingest(request: HttpRequest, source_id: int) -> HttpResponse:
     source = _get_source(request, source_id)
     source_ingest_now(source, _queue)
@@ -83,7 +75,7 @@ def source_ingest(request: HttpRequest, source_id: int) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(IngestRun.objects.select_related("source", "source_file"), pk=run_id)
     problems = run.problem_set.select_related("source_file").order_by("source_file", "offset")[
@@ -93,7 +85,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_http_methods(["GET", "POST"])
-@login_required
+@role_required(Role.INVESTIGATOR)
 def upload(request: HttpRequest) -> HttpResponse:
     """An investigator's log file: streamed to disk and hashed as it arrives (settings
     FILE_UPLOAD_HANDLERS), then ingested in the background; its page shows the progress."""

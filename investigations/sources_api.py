@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import serializers, status
-from rest_framework.decorators import api_view
+from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -15,6 +15,7 @@ from ingest.models import IngestRun, Source
 from ingest.pipeline import redact_dsn, source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
+from investigations.roles import Role, role_permission
 
 
 class HealthSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -90,6 +91,7 @@ _NEW_SOURCE = OpenApiExample(
     examples=[_NEW_SOURCE],
 )
 @api_view(["GET", "POST"])
+@permission_classes([role_permission(Role.VIEWER, write=Role.ADMIN)])
 def source_list(request: Request) -> Response:
     if request.method == "POST":
         form = SourceForm(request.data)
@@ -109,6 +111,7 @@ def source_list(request: Request) -> Response:
     examples=[OpenApiExample("switch it off", {"enabled": False}, request_only=True)],
 )
 @api_view(["GET", "PATCH"])
+@permission_classes([role_permission(Role.VIEWER, write=Role.ADMIN)])
 def source_detail(request: Request, source_id: int) -> Response:
     source = get_object_or_404(Source, pk=source_id)
     if request.method == "PATCH":
@@ -129,6 +132,7 @@ def source_detail(request: Request, source_id: int) -> Response:
     description="Queues a run of the source now, without waiting for its interval; answers 202 with the run.",
 )
 @api_view(["POST"])
+@permission_classes([role_permission(Role.ADMIN)])
 def source_ingest(request: Request, source_id: int) -> Response:
     source = get_object_or_404(Source, pk=source_id)
     run = source_ingest_now(source, lambda s, r: ingest_source_task.delay(s, r))
@@ -150,5 +154,6 @@ def source_ingest(request: Request, source_id: int) -> Response:
     description="Status, bytes read of the total, events stored, problems, rate and ETA of one run.",
 )
 @api_view(["GET"])
+@permission_classes([role_permission(Role.VIEWER)])
 def ingest_run_detail(request: Request, run_id: int) -> Response:
     return Response(IngestRunSerializer(get_object_or_404(IngestRun, pk=run_id)).data)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max, Min
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -13,6 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from investigations.models import TableSeen
 from investigations.query import BadCursor, filter_events, keyset_page, renamed_from, renamed_to
+from investigations.roles import Role, role_required
 from investigations.tables import tables_seen, tables_seen_refresh_due
 from investigations.views import htmx_template
 
@@ -34,7 +34,7 @@ def _queue_refresh() -> None:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 @vary_on_headers("HX-Request")
 def table_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:400]
@@ -44,7 +44,7 @@ def table_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 @vary_on_headers("HX-Request")
 def table_detail(request: HttpRequest, name: str) -> HttpResponse:
     """Everything that touched the table, newest first, following its renames; who changed it."""

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -32,6 +31,7 @@ from investigations.query import (
     time_limit,
     timeline,
 )
+from investigations.roles import Role, role_required
 
 PAGE_SIZE = 50
 COUNT_LIMIT = 10_000  # beyond this the explorer says "more than 10,000"
@@ -73,7 +73,7 @@ def _recent_counts(now: datetime) -> list[dict[str, object]]:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 @vary_on_headers("HX-Request")
 def dashboard(request: HttpRequest) -> HttpResponse:
     """What needs a look: recent destructive and anti-forensic events, gaps, sources, ingests."""
@@ -208,7 +208,7 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 @vary_on_headers("HX-Request")
 def event_list(request: HttpRequest) -> HttpResponse:
     """The explorer: one filter form; results, count and timeline in one partial htmx swaps."""
@@ -257,7 +257,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@login_required
+@role_required(Role.VIEWER)
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     event = get_object_or_404(
         Event.objects.select_related("session", "source_file", "ingest_run"), pk=event_id

@@ -25,6 +25,37 @@ def investigator(django_user_model):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def viewer(django_user_model):  # type: ignore[no-untyped-def]
+    from investigations.roles import Role, set_role
+
+    user = django_user_model.objects.create_user("vic", password="correct horse battery staple")
+    set_role(user, Role.VIEWER)
+    return user
+
+
+@pytest.fixture
+def admin_user(django_user_model):  # type: ignore[no-untyped-def]
+    """An admin by role (not a superuser): sources, tokens of others, the audit trail."""
+    from investigations.roles import Role, set_role
+
+    user = django_user_model.objects.create_user("ada", password="correct horse battery staple")
+    set_role(user, Role.ADMIN)
+    return user
+
+
+@pytest.fixture
+def admin_api_client(admin_user):  # type: ignore[no-untyped-def]
+    from rest_framework.test import APIClient
+
+    from investigations.models import api_token_create
+
+    _, key = api_token_create(user=admin_user)
+    c = APIClient()
+    c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return c
+
+
+@pytest.fixture
 def investigator_client(client, investigator):  # type: ignore[no-untyped-def]
     client.force_login(investigator)
     return client

@@ -47,7 +47,8 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
     make_login = (
         "from django.contrib.auth import get_user_model; U = get_user_model();"
         f" u, _ = U.objects.get_or_create(username={USERNAME!r}); u.set_password({PASSWORD!r});"
-        " u.is_staff = True; u.save()"
+        " u.is_staff = True; u.save();"
+        " from investigations.roles import Role, set_role; set_role(u, Role.ADMIN)"
     )
     quiet = {"env": env, "check": True, "cwd": REPO, "stdout": subprocess.DEVNULL}
     subprocess.run([*manage, "shell", "-c", make_login], **quiet)  # type: ignore[call-overload]

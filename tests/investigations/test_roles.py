@@ -76,3 +76,29 @@ def test_an_api_permission_checks_the_role(django_user_model) -> None:  # type: 
     assert not permission.has_permission(request, None)
     request.user = django_user_model.objects.create_superuser("root")
     assert permission.has_permission(request, None)
+
+
+def test_create_login_gives_the_role_asked_for_and_staff_only_to_admins(django_user_model) -> None:  # type: ignore[no-untyped-def]
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    for name, role in (("v", "viewer"), ("i", "investigator"), ("a", "admin")):
+        out = StringIO()
+        call_command("create_login", name, "--role", role, stdout=out)
+        assert f"Created login {name} ({role}) with password " in out.getvalue()
+        user = django_user_model.objects.get(username=name)
+        assert user_role(user) is Role[role.upper()] and user.is_staff == (role == "admin")
+        password = out.getvalue().split(" with password ")[1].split(" ")[0]
+        assert user.check_password(password)
+
+
+def test_create_api_token_makes_a_new_user_a_viewer_unless_told(django_user_model) -> None:  # type: ignore[no-untyped-def]
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("create_api_token", "siem", stdout=StringIO(), stderr=StringIO())
+    call_command("create_api_token", "robot", "--role", "admin", stdout=StringIO(), stderr=StringIO())
+    assert user_role(django_user_model.objects.get(username="siem")) is Role.VIEWER
+    assert user_role(django_user_model.objects.get(username="robot")) is Role.ADMIN

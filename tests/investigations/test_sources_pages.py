@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def operator_client(client, django_user_model):  # type: ignore[no-untyped-def]
-    client.force_login(django_user_model.objects.create_user("otto", password="x" * 20, is_staff=True))
+def operator_client(client, admin_user):  # type: ignore[no-untyped-def]
+    client.force_login(admin_user)
     return client
 
 
@@ -156,11 +156,11 @@ def test_a_source_silent_after_logging_was_switched_off_links_to_the_statement(t
 
 
 def test_the_api_creates_lists_and_starts_a_run_of_a_source(
-    api_client, tmp_path: Path, django_capture_on_commit_callbacks
+    admin_api_client, tmp_path: Path, django_capture_on_commit_callbacks
 ) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "general.log"
     GeneralLogWriter(log).write(100)
-    created = api_client.post(
+    created = admin_api_client.post(
         "/api/v1/sources/",
         {"name": "db1", "kind": "file", "path": str(log), "format": "general-log", "server": "db1",
          "timezone": "UTC", "interval_seconds": 30, "quiet_seconds": 3600, "enabled": True},
@@ -168,24 +168,26 @@ def test_the_api_creates_lists_and_starts_a_run_of_a_source(
     )  # fmt: skip
     assert created.status_code == 201, created.content
     source_id = created.json()["id"]
-    listed = api_client.get("/api/v1/sources/").json()
+    listed = admin_api_client.get("/api/v1/sources/").json()
     assert [s["name"] for s in listed] == ["db1"] and listed[0]["health"]["state"] == "waiting"
     with django_capture_on_commit_callbacks(execute=False) as queued:
-        started = api_client.post(f"/api/v1/sources/{source_id}/ingest/")
+        started = admin_api_client.post(f"/api/v1/sources/{source_id}/ingest/")
     assert started.status_code == 202 and started.json()["status"] == "queued" and len(queued) == 1
     ingest_source(source_id, run_id=started.json()["id"])
-    run = api_client.get(f"/api/v1/ingest-runs/{started.json()['id']}/").json()
+    run = admin_api_client.get(f"/api/v1/ingest-runs/{started.json()['id']}/").json()
     assert run["status"] == "done" and run["bytes_read"] > 0 and run["bytes_total"] == log.stat().st_size
     assert run["events_stored"] == 100 and run["problems"] == 0
 
 
-def test_the_api_never_shows_a_password_and_refuses_one(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_never_shows_a_password_and_refuses_one(admin_api_client) -> None:  # type: ignore[no-untyped-def]
     base = {"name": "t", "kind": "mysql-table", "format": "auto", "server": "db1", "timezone": "UTC",
             "interval_seconds": 5, "quiet_seconds": 60, "enabled": True, "password_env": "PW"}  # fmt: skip
-    refused = api_client.post("/api/v1/sources/", base | {"dsn": "mysql://r:pw@db1:3306"}, format="json")
+    refused = admin_api_client.post(
+        "/api/v1/sources/", base | {"dsn": "mysql://r:pw@db1:3306"}, format="json"
+    )
     assert refused.status_code == 400 and "dsn" in refused.json()
     Source.objects.create(name="old", kind="mysql-table", dsn="mysql://r:leaked@db1:3306", server="db1")
-    assert "leaked" not in api_client.get("/api/v1/sources/").content.decode()
+    assert "leaked" not in admin_api_client.get("/api/v1/sources/").content.decode()
 
 
 def test_problems_are_listed_with_line_offset_and_reason(tmp_path: Path) -> None:

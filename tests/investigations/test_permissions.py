@@ -1,0 +1,238 @@
+"""Every page and API endpoint, for every role: exactly what the role allows.
+
+The routes are not listed here by hand: they are read from the URL configuration, so a route
+added anywhere is tested, and one that does not declare its role fails the test with the
+line to add. For each route and each method it answers:
+
+- anonymous: a page sends to the login page (302), the API answers 401;
+- a login in no role, and every role below the declared one: 403;
+- the declared role and those above it: neither 401/403 nor a login redirect (a real object
+  stands behind every id in the URL, so the view does its work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.test import APIClient
+from rest_framework.views import APIView
+
+from ingest.models import Event, IngestRun
+from investigations.models import api_token_create
+from investigations.roles import Role, set_role
+from tests.investigations.logs import genlog
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+# Routes that declare no role on purpose, and why. Nothing else may be missing a role.
+NO_ROLE = {
+    "login": "the login page itself",
+    "logout": "leaving needs no role (a login in no role may log out too)",
+}
+# The Django admin keeps its own rule (is_staff / superuser); tested below on its index.
+ADMIN_NAMESPACE = "admin"
+
+# Where a URL names an object: how the test makes a real one (`world` is the World below).
+# A new kind of id in a URL needs a line here.
+OBJECTS: dict[str, Callable[[World], object]] = {
+    "event_id": lambda w: w.event.pk,
+    "session_id": lambda w: w.event.session_id,
+    "source_id": lambda w: w.run.source_id,
+    "run_id": lambda w: w.run.pk,
+    "name": lambda w: "shop.orders",  # a table
+}
+
+PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
+
+
+@dataclass
+class World:
+    event: Event
+    run: IngestRun
+
+
+@dataclass
+class Route:
+    name: str
+    pattern: str
+    callback: Any
+    kwargs: list[str]
+
+    @property
+    def api_view(self) -> type[APIView] | None:
+        cls = getattr(self.callback, "cls", None)  # DRF: as_view() and @api_view keep their class here
+        return cls if isinstance(cls, type) and issubclass(cls, APIView) else None
+
+
+def _kwargs_of(pattern: Any) -> list[str]:
+    return list(getattr(pattern, "converters", None) or pattern.regex.groupindex)
+
+
+def _routes(
+    patterns: list[Any], prefix: str = "", namespace: str | None = None, kwargs: tuple[str, ...] = ()
+) -> Iterator[Route]:
+    for entry in patterns:
+        if isinstance(entry, URLResolver):
+            yield from _routes(
+                entry.url_patterns,
+                prefix + str(entry.pattern),
+                entry.namespace or namespace,
+                (*kwargs, *_kwargs_of(entry.pattern)),
+            )
+        elif isinstance(entry, URLPattern) and namespace != ADMIN_NAMESPACE:
+            name = f"{namespace}:{entry.name}" if namespace and entry.name else entry.name or ""
+            route = prefix + str(entry.pattern)
+            yield Route(name, route, entry.callback, [*kwargs, *_kwargs_of(entry.pattern)])
+
+
+ROUTES = list(_routes(get_resolver().url_patterns))
+
+
+def declared_roles(route: Route) -> dict[str, Role] | None:
+    """{method: role} as the view itself declares it; None when it declares nothing."""
+    cls = route.api_view
+    if cls is None:
+        role = getattr(route.callback, "required_role", None)
+        return {"GET": role, "POST": role} if role is not None else None
+    initkwargs = getattr(route.callback, "initkwargs", {})
+    permissions = initkwargs.get("permission_classes", cls.permission_classes)
+    declaring = [p for p in permissions if getattr(p, "required_role", None) is not None]
+    if not declaring:
+        return None
+    methods = [m.upper() for m in ("get", "post", "put", "patch", "delete") if m in cls.http_method_names]
+    roles = {}
+    for method in methods:
+        if hasattr(cls, method.lower()):
+            attr = "required_role" if method in SAFE_METHODS else "required_write_role"
+            roles[method] = max(getattr(p, attr, p.required_role) for p in declaring)
+    return roles
+
+
+def how_to_declare(route: Route) -> str:
+    if route.api_view is not None:
+        return (
+            f"the API view {route.pattern!r} (name {route.name!r}) declares no role. Add, below its "
+            "@api_view(...): @permission_classes([role_permission(Role.VIEWER)]) (or INVESTIGATOR, "
+            "ADMIN; role_permission(Role.VIEWER, write=Role.ADMIN) where changes need more), from "
+            "investigations.roles; for a class view, as_view(permission_classes=[...])."
+        )
+    return (
+        f"the page {route.pattern!r} (name {route.name!r}) declares no role. Replace its @login_required "
+        "with @role_required(Role.VIEWER) (or INVESTIGATOR, ADMIN) from investigations.roles; if it "
+        f"must have none, add it with the reason to NO_ROLE in {__name__.replace('.', '/')}.py."
+    )
+
+
+def test_every_route_declares_its_role() -> None:
+    missing = [how_to_declare(r) for r in ROUTES if r.name not in NO_ROLE and declared_roles(r) is None]
+    assert not missing, "\n".join(missing)
+
+
+@pytest.fixture
+def world(ingest_bytes) -> World:  # type: ignore[no-untyped-def]
+    run = ingest_bytes(
+        genlog(
+            (T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"),
+            (T0, 7, "Query", "DELETE FROM orders WHERE id = 1"),
+        )
+    )
+    return World(event=Event.objects.get(statement_type="DELETE"), run=run)
+
+
+@pytest.fixture
+def persona_clients(django_user_model) -> dict[Role | None, tuple[Any, APIClient]]:  # type: ignore[no-untyped-def]
+    """A logged-in page client and a token API client for each persona."""
+    from django.test import Client
+
+    clients = {}
+    for role in PERSONAS:
+        user = django_user_model.objects.create_user(f"as-{role.group_name if role else 'nobody'}")
+        set_role(user, role)
+        page = Client()
+        page.force_login(user)
+        api = APIClient()
+        api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)[1]}")
+        clients[role] = (page, api)
+    return clients
+
+
+def url_of(route: Route, world: World) -> str:
+    kwargs = {}
+    for name in route.kwargs:
+        assert name in OBJECTS, (
+            f"{route.pattern!r} takes <{name}>: add to OBJECTS in {__name__.replace('.', '/')}.py how "
+            "to make a real object for it (e.g. a case of the world)."
+        )
+        kwargs[name] = OBJECTS[name](world)
+    return reverse(route.name, kwargs=kwargs)
+
+
+def _send(client: Any, method: str, url: str) -> Any:
+    extra = {"format": "json"} if isinstance(client, APIClient) else {}
+    return getattr(client, method.lower())(url, **extra)
+
+
+def _page_methods(route: Route, url: str, clients: dict[Role | None, tuple[Any, APIClient]]) -> list[str]:
+    """The methods a page answers (an admin asks; a page that refuses both is an error)."""
+    admin_page = clients[Role.ADMIN][0]
+    methods = [m for m in ("GET", "POST") if _send(admin_page, m, url).status_code != 405]
+    assert methods, f"{route.pattern}: neither GET nor POST answered"
+    return methods
+
+
+ROUTES_WITH_A_ROLE = [r for r in ROUTES if r.name not in NO_ROLE]
+
+
+@pytest.mark.parametrize("route", ROUTES_WITH_A_ROLE, ids=[r.name or r.pattern for r in ROUTES_WITH_A_ROLE])
+def test_each_role_gets_exactly_what_it_should(route: Route, world: World, persona_clients, client) -> None:  # type: ignore[no-untyped-def]
+    roles = declared_roles(route)
+    assert roles is not None, how_to_declare(route)
+    url = url_of(route, world)
+    is_api = route.api_view is not None
+    methods = list(roles) if is_api else _page_methods(route, url, persona_clients)
+    for method in methods:
+        needed = roles[method]
+        anonymous = _send(APIClient() if is_api else client, method, url)
+        if is_api:
+            assert anonymous.status_code == 401, (method, url, anonymous.status_code)
+        else:
+            assert anonymous.status_code == 302, (method, url, anonymous.status_code)
+            assert anonymous["Location"].startswith(reverse("login") + "?next="), anonymous["Location"]
+        for persona in PERSONAS:
+            response = _send(persona_clients[persona][1 if is_api else 0], method, url)
+            who = persona.group_name if persona else "a login in no role"
+            said = (method, url, who, response.status_code)
+            if persona is None or persona < needed:
+                assert response.status_code == 403, said
+            else:
+                assert response.status_code not in (401, 403, 404, 405) and response.status_code < 500, said
+                assert not response.get("Location", "").startswith(reverse("login")), said
+
+
+def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
+    """The map of who may do what, in one place to read (and to change on purpose)."""
+    by_name = {r.name: declared_roles(r) for r in ROUTES_WITH_A_ROLE}
+    admin_only = {name for name, roles in by_name.items() if roles and min(roles.values()) is Role.ADMIN}
+    assert {"source-new", "source-edit", "source-ingest", "api-source-ingest"} <= admin_only
+    assert by_name["source-upload"] == {"GET": Role.INVESTIGATOR, "POST": Role.INVESTIGATOR}
+    assert by_name["api-sources"] == {"GET": Role.VIEWER, "POST": Role.ADMIN}
+    assert by_name["api-source"] == {"GET": Role.VIEWER, "PATCH": Role.ADMIN}
+    for name in ("dashboard", "events", "event-detail", "sessions", "session-detail", "tables", "sources",
+                 "api-events", "api-events-export", "api-alerts", "schema"):  # fmt: skip
+        assert set(by_name[name].values()) == {Role.VIEWER}, name
+
+
+def test_the_login_page_is_open_and_the_django_admin_is_for_staff(client, persona_clients) -> None:  # type: ignore[no-untyped-def]
+    assert client.get(reverse("login")).status_code == 200
+    assert client.get("/admin/").status_code == 302
+    for role in (Role.VIEWER, Role.INVESTIGATOR):
+        response = persona_clients[role][0].get("/admin/")
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
