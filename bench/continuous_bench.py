@@ -4,6 +4,8 @@
     .venv/bin/python bench/continuous_bench.py lag --seconds 600 --rate 1000
     # throughput over rotated sets of files with 1, then 2 workers
     .venv/bin/python bench/continuous_bench.py throughput --records 200000
+    # one big file shared out in 16 MB ranges: 1 worker unsplit, then 1 and 2 workers split
+    .venv/bin/python bench/continuous_bench.py throughput --sources 1 --files 1 --records 600000 --chunk-mb 16
 
 Needs DATABASE_URL and REDIS_URL (a database of its own: it migrates it and adds sources).
 Workers are started here (`celery -A auditweb worker -B --pool=solo`) on a queue of their own.
@@ -137,7 +139,7 @@ def lag(seconds: int, rate: int) -> None:
     print(f"runs: {runs.count()} ({runs.filter(status='failed').count()} failed)")
 
 
-def throughput(records: int, files: int, sources: int) -> None:
+def throughput(records: int, files: int, sources: int, chunk_mb: int | None) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="auditweb-tp-"))
     sets = []
     for s in range(sources):
@@ -154,7 +156,11 @@ def throughput(records: int, files: int, sources: int) -> None:
         sets.append(folder)
     size = sum(p.stat().st_size for folder in sets for p in folder.iterdir())
     print(f"{sources} rotated set(s) of {files} files, {records:,} records each, {size / 1e6:.0f} MB in all")
-    for n in (1, 2):
+    configs: list[tuple[int, dict[str, str]]] = [(1, {}), (2, {})]
+    if chunk_mb:
+        split = {"INGEST_SPLIT_BYTES": "1", "INGEST_CHUNK_BYTES": str(chunk_mb * 1024 * 1024)}
+        configs = [(1, {"INGEST_SPLIT_BYTES": "0"}), (1, split), (2, split)]
+    for n, extra in configs:
         tag = uuid.uuid4().hex[:6]
         ids = [
             Source.objects.create(
@@ -163,7 +169,7 @@ def throughput(records: int, files: int, sources: int) -> None:
             ).pk
             for i, folder in enumerate(sets)
         ]  # fmt: skip
-        procs = start_workers(n, f"bench-tp-{tag}", tmp / tag)
+        procs = start_workers(n, f"bench-tp-{tag}", tmp / tag, **extra)
         wait_ready(n, tmp / tag)  # timed from here: not the workers' start-up
         for pk in ids:
             Source.objects.filter(pk=pk).update(enabled=True)
@@ -176,8 +182,9 @@ def throughput(records: int, files: int, sources: int) -> None:
         seconds = time.time() - start
         stop(procs)
         failed = IngestRun.objects.filter(source_id__in=ids, status="failed").count()
+        how = "" if not chunk_mb else (" split" if extra["INGEST_SPLIT_BYTES"] == "1" else " not split")
         print(
-            f"{n} worker(s): {done:,} events in {seconds:.1f} s = {done / seconds:,.0f} events/s "
+            f"{n} worker(s){how}: {done:,} events in {seconds:.1f} s = {done / seconds:,.0f} events/s "
             f"({failed} failed runs)"
         )
 
@@ -194,12 +201,13 @@ def main() -> None:
     p_tp.add_argument("--records", type=int, default=200_000, help="records per rotated set")
     p_tp.add_argument("--files", type=int, default=4, help="files per rotated set")
     p_tp.add_argument("--sources", type=int, default=2, help="rotated sets (servers)")
+    p_tp.add_argument("--chunk-mb", type=int, help="share each backlog out in ranges of this size")
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     if args.mode == "lag":
         lag(args.seconds, args.rate)
     else:
-        throughput(args.records, args.files, args.sources)
+        throughput(args.records, args.files, args.sources, args.chunk_mb)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ingest.models import IngestRun, Source
+from ingest.models import Chunk, IngestRun, Source
 from ingest.pipeline import source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
@@ -18,6 +18,7 @@ from investigations.upload_forms import UploadForm
 
 RUNS_SHOWN = 30
 PROBLEMS_SHOWN = 500
+CHUNKS_SHOWN = 1000  # ranges of a shared-out backlog (a 64 GB backlog is 1,000 ranges of 64 MB)
 
 
 def _queue(source_id: int, run_id: int) -> None:
@@ -81,7 +82,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     problems = run.problem_set.select_related("source_file").order_by("source_file", "offset")[
         :PROBLEMS_SHOWN
     ]
-    return render(request, "investigations/run_detail.html", {"run": run, "problems": problems})
+    chunks = Chunk.objects.filter(split__run=run).select_related("source_file")[:CHUNKS_SHOWN]
+    context = {"run": run, "problems": problems, "chunks": chunks}
+    return render(request, "investigations/run_detail.html", context)
 
 
 @require_http_methods(["GET", "POST"])

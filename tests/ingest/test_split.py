@@ -208,3 +208,18 @@ def test_a_poll_gives_up_a_split_whose_planner_died(tmp_path: Path) -> None:
     assert Split.objects.get(source=source).finished_at is not None
     assert IngestRun.objects.get(pk=run.pk).status == IngestRun.Status.FAILED
     assert Event.objects.filter(server="db1").count() > 400
+
+
+def test_the_run_page_shows_each_range_and_who_read_it(tmp_path: Path, investigator_client) -> None:  # type: ignore[no-untyped-def]
+    log = tmp_path / "general.log"
+    GeneralLogWriter(log).write(3000)
+    source = follow(log, "general-log")
+    queued: list[int] = []
+    with override_settings(INGEST_SPLIT_BYTES=1, INGEST_CHUNK_BYTES=32 * 1024):
+        run = ingest_source(source.pk, dispatch=queued.append)
+        read_chunk(queued[0])
+    page = investigator_client.get(f"/sources/runs/{run.pk}/").content.decode()
+    assert "Shared out between workers" in page
+    assert page.count("<td>queued</td>") == len(queued) - 1
+    assert page.count("<td>stored</td>") == 1
+    assert Chunk.objects.get(pk=queued[0]).worker.split(":")[-1] in page
