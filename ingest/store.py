@@ -286,6 +286,9 @@ class EventWriter:
                     )
 
     def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
+        # In the order of their ids: workers storing ranges of one backlog at once upsert some
+        # of the same sessions, and rows locked in one order cannot deadlock.
+        sessions = sorted(sessions, key=lambda row: row[0])  # type: ignore[arg-type, return-value]
         columns: list[list[object]] = [list(column) for column in zip(*sessions, strict=True)]
         with connection.cursor() as cur:
             cur.execute(_SESSION_UPSERT, columns)

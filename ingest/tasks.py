@@ -45,10 +45,17 @@ def ingest_source_task(self: Task, source_id: int, run_id: int | None = None) ->
     return run.pk if run else None
 
 
-@shared_task(name="ingest.tasks.ingest_chunk")
+@shared_task(
+    name="ingest.tasks.ingest_chunk",
+    autoretry_for=(Exception,),
+    retry_backoff=2,
+    max_retries=8,
+)
 def ingest_chunk_task(chunk_id: int) -> bool:
     """Read one range of a shared-out backlog (ingest.split). Another worker holding it, or a
-    range already read, is nothing to do; a range stopped midway is queued again by the polls."""
+    range already read, is nothing to do. A range that failed (the database went away...) is
+    tried again from where its last batch ended, and a poll of the source (a followed one)
+    queues again a range whose worker died."""
     done = read_chunk(chunk_id)
     if done:
         from ingest.models import Chunk
