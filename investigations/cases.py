@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ingest.models import Event
@@ -59,13 +60,27 @@ def case_set_status(*, case: Case, status: str) -> None:
     case.save(update_fields=["status", "closed_at", "updated_at"])
 
 
+def cases_to_pin_into(user: Any) -> QuerySet[Case]:
+    """The open cases the user may add to, most recently worked on first (the pin form
+    preselects the first)."""
+    cases = Case.objects.filter(status=Case.Status.OPEN)
+    if not has_role(user, Role.ADMIN):
+        cases = cases.filter(investigators=user)
+    return cases.order_by("-updated_at", "-pk")
+
+
+def _touch(case: Case) -> None:
+    """The case was worked on now (orders the pin form's choice of cases)."""
+    Case.objects.filter(pk=case.pk).update(updated_at=timezone.now())
+
+
 def evidence_pin(*, case: Case, event: Event, user: Any, note: str = "") -> Evidence:
     """Pin the event to the case, keeping its time and record hash as they are now."""
     if case.status == Case.Status.CLOSED:
         raise CaseClosed(str(case))
     try:
         with transaction.atomic():
-            return Evidence.objects.create(
+            pin = Evidence.objects.create(
                 case=case,
                 event=event,
                 event_occurred_at=event.occurred_at,
@@ -75,12 +90,25 @@ def evidence_pin(*, case: Case, event: Event, user: Any, note: str = "") -> Evid
             )
     except IntegrityError as exc:
         raise AlreadyPinned(f"event {event.pk} is already in case {case.pk}") from exc
+    _touch(case)
+    return pin
+
+
+def evidence_remove(*, case: Case, event_id: int) -> bool:
+    """Unpin an event; False when it was not pinned to the case."""
+    if case.status == Case.Status.CLOSED:
+        raise CaseClosed(str(case))
+    deleted, _ = Evidence.objects.filter(case=case, event_id=event_id).delete()
+    _touch(case)
+    return deleted > 0
 
 
 def note_add(*, case: Case, user: Any, text: str) -> CaseNote:
     if case.status == Case.Status.CLOSED:
         raise CaseClosed(str(case))
-    return CaseNote.objects.create(case=case, author=user, text=text)
+    note = CaseNote.objects.create(case=case, author=user, text=text)
+    _touch(case)
+    return note
 
 
 def saved_filter_add(*, case: Case, user: Any, name: str, query: str) -> SavedFilter:

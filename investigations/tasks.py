@@ -11,3 +11,12 @@ from investigations.tables import tables_seen_refresh
 def refresh_tables_seen() -> int:
     """Rebuild the Tables page's list of names (a pass over every event)."""
     return tables_seen_refresh()
+
+
+@shared_task
+def generate_report(report_id: int) -> str | None:
+    """Write a case report queued by `report_request`; returns its SHA-256."""
+    from investigations.reports.generate import report_generate
+
+    report = report_generate(report_id)
+    return report.sha256 if report else None

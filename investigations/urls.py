@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from investigations import session_views, source_views, table_views, views
+from investigations import case_views, session_views, source_views, table_views, views
 
 
 class TableNameConverter:
@@ -34,4 +34,21 @@ urlpatterns = [
     path("sources/<int:source_id>/edit/", source_views.source_edit, name="source-edit"),
     path("sources/<int:source_id>/ingest/", source_views.source_ingest, name="source-ingest"),
     path("sources/runs/<int:run_id>/", source_views.run_detail, name="run-detail"),
+    path("cases/", case_views.case_list, name="cases"),
+    path("cases/new/", case_views.case_new, name="case-new"),
+    path("cases/pin/", case_views.pin, name="pin"),
+    path("cases/save-search/", case_views.save_search, name="case-save-search"),
+    path("cases/<int:case_id>/", case_views.case_detail, name="case-detail"),
+    path("cases/<int:case_id>/edit/", case_views.case_edit, name="case-edit"),
+    path("cases/<int:case_id>/status/", case_views.case_status, name="case-status"),
+    path("cases/<int:case_id>/notes/", case_views.case_note, name="case-note"),
+    path("cases/<int:case_id>/searches/", case_views.case_filter, name="case-filter"),
+    path(
+        "cases/<int:case_id>/searches/<int:filter_id>/remove/",
+        case_views.case_filter_remove,
+        name="case-filter-remove",
+    ),
+    path("cases/<int:case_id>/evidence/<int:event_id>/unpin/", case_views.case_unpin, name="case-unpin"),
+    path("cases/<int:case_id>/reports/", case_views.case_report, name="case-report"),
+    path("cases/reports/<int:report_id>/download/", case_views.report_download, name="report-download"),
 ]

@@ -33,10 +33,10 @@ def test_the_navigation_leads_to_each_section_and_marks_the_current_one(investig
     html = investigator_client.get("/sessions/").content.decode()
     nav = html.split('<nav aria-label="Main">', 1)[1].split("</nav>", 1)[0]
     for label, url in [("Dashboard", "/"), ("Explorer", "/events/"), ("Tables", "/tables/"),
-                       ("Sessions", "/sessions/"), ("Sources", "/sources/")]:  # fmt: skip
+                       ("Sessions", "/sessions/"), ("Cases", "/cases/"),
+                       ("Sources", "/sources/")]:  # fmt: skip
         assert f'href="{url}"' in nav and label in nav
     assert 'href="/sessions/" aria-current="page"' in nav
-    assert "Cases" not in nav  # no page for them yet
 
 
 def test_an_empty_dashboard_says_what_to_do(investigator_client) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,125 @@
+"""Forms of the case pages: a case's facts, its investigators, and the pin popover."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.db.models import Q, QuerySet
+
+from investigations.models import Case, Report
+from investigations.roles import Role
+
+NEW_CASE = "new"
+
+
+def _local(field: forms.DateTimeField) -> forms.DateTimeField:
+    attrs = {"type": "datetime-local", "step": "1"}
+    field.widget = forms.DateTimeInput(attrs=attrs, format="%Y-%m-%dT%H:%M:%S")
+    return field
+
+
+def investigator_users() -> QuerySet[Any]:
+    """Logins that may work on a case: the investigator and admin roles, and superusers."""
+    names = [Role.INVESTIGATOR.group_name, Role.ADMIN.group_name]
+    users = get_user_model().objects.filter(is_active=True)
+    return users.filter(Q(groups__name__in=names) | Q(is_superuser=True)).distinct().order_by("username")
+
+
+class CaseForm(forms.ModelForm):  # type: ignore[type-arg]
+    """Title, description and the time window (in the page's zone, like the explorer's)."""
+
+    window_start = _local(forms.DateTimeField(required=False, label="Window from"))
+    window_end = _local(forms.DateTimeField(required=False, label="Window until"))
+
+    class Meta:
+        model = Case
+        fields = ["title", "description", "window_start", "window_end"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 4})}
+        help_texts = {
+            "window_start": "The time the investigation is about; empty: from the first pinned event",
+        }
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        start, end = data.get("window_start"), data.get("window_end")
+        if start and end and end < start:
+            self.add_error("window_end", "The window ends before it starts.")
+        return data
+
+
+class CaseEditForm(CaseForm):
+    investigators = forms.ModelMultipleChoiceField(
+        queryset=investigator_users(),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Who may change the case: pin, write notes, edit, close and generate reports",
+    )
+
+    class Meta(CaseForm.Meta):
+        fields = [*CaseForm.Meta.fields, "investigators"]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["investigators"].queryset = investigator_users()
+
+
+class PinForm(forms.Form):
+    """Pin an event into a case the user chooses, or into a new one named here."""
+
+    event = forms.IntegerField(widget=forms.HiddenInput)
+    case = forms.ChoiceField(label="Case")
+    title = forms.CharField(max_length=200, required=False, label="New case's title")
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note (optional)")
+
+    def __init__(self, *args: Any, cases: QuerySet[Case], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cases = {str(c.pk): c for c in cases[:50]}
+        choices = [(pk, f"#{pk} {c.title}") for pk, c in self.cases.items()]
+        self.fields["case"].choices = [*choices, (NEW_CASE, "New case…")]
+        self.fields["case"].initial = next(iter(self.cases), NEW_CASE)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("case") == NEW_CASE and not (data.get("title") or "").strip():
+            self.add_error("title", "Name the new case.")
+        return data
+
+    def chosen_case(self) -> Case | None:
+        """The existing case chosen (None: a new case)."""
+        return self.cases.get(self.cleaned_data["case"])
+
+
+class NoteForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), label="Note", max_length=20_000)
+
+
+class SavedFilterForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    query = forms.CharField(
+        max_length=4000,
+        label="Explorer query",
+        help_text="The part after ? of an explorer address (or the whole address)",
+    )
+
+    def clean_query(self) -> str:
+        query = self.cleaned_data["query"].strip()
+        return query.split("?", 1)[1] if "?" in query else query
+
+
+class SaveSearchForm(SavedFilterForm):
+    """An explorer search saved into one of the user's open cases."""
+
+    case = forms.ChoiceField(label="Case")
+
+    def __init__(self, *args: Any, cases: QuerySet[Case], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cases = {str(c.pk): c for c in cases[:50]}
+        self.fields["case"].choices = [(pk, f"#{pk} {c.title}") for pk, c in self.cases.items()]
+
+    def chosen_case(self) -> Case:
+        return self.cases[self.cleaned_data["case"]]
+
+
+class ReportForm(forms.Form):
+    format = forms.ChoiceField(choices=Report.Format.choices)

@@ -1,0 +1,223 @@
+"""What a report of a case says, gathered once for every format.
+
+Evidence is read in chunks in the events' order, each pin beside the stored event it points
+to, so a case of 10,000 events never sits in memory at once. A pinned event that is gone from
+the store, or whose stored time or record hash differs from what was pinned, is reported as
+such: it is never dropped or shown as if nothing happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import connection
+from django.db.models import F, Q
+
+from ingest.models import Event, Gap, IngestRun, SourceFile
+from investigations.models import Case, CaseNote, Evidence, Report, SavedFilter
+
+CHUNK = 500  # evidence rows (and their events) fetched at a time
+LISTED_MAX = 1000  # gaps, source files and ingest runs listed; beyond that the report says how many more
+CHART_BUCKETS = 24
+
+AS_PINNED = "as pinned"
+CHANGED = "changed since pinned"
+MISSING = "missing from the store"
+
+
+@dataclass
+class Item:
+    """One piece of evidence: its number in the report, the pin, and the stored event now."""
+
+    number: int
+    pin: Evidence
+    event: Event | None
+
+    @property
+    def integrity(self) -> str:
+        if self.event is None:
+            return MISSING
+        same_hash = bytes(self.event.record_hash) == bytes(self.pin.event_record_hash)
+        if not same_hash or self.event.occurred_at != self.pin.event_occurred_at:
+            return CHANGED
+        return AS_PINNED
+
+
+@dataclass
+class Listed:
+    """Rows of a bounded list, and how many more there are than were listed."""
+
+    rows: list[Any]
+    more: int = 0
+
+
+@dataclass
+class Summary:
+    """The case's facts for a report's first page (a few queries, no evidence held)."""
+
+    case: Case
+    report: Report
+    investigators: list[str]
+    evidence_count: int
+    destructive_count: int
+    window: tuple[datetime | None, datetime | None]
+    accounts: list[tuple[str, int, int]]  # "user@host", events, destructive ones
+    servers: list[str]
+    integrity: dict[str, int] = field(default_factory=dict)
+
+
+def evidence_pins(case: Case) -> Any:
+    """The case's pins in the events' order (unknown times last)."""
+    order = (F("event_occurred_at").asc(nulls_last=True), "event_id")
+    return Evidence.objects.filter(case=case).select_related("pinned_by").order_by(*order)
+
+
+def evidence_items(case: Case, chunk: int = CHUNK) -> Iterator[Item]:
+    """Every pin with its stored event, `chunk` at a time: one query for the pins of a chunk
+    (keyset on their order), one for their events (by id, with file and session)."""
+    number = 0
+    pins = evidence_pins(case)
+    after: tuple[datetime | None, int] | None = None
+    while True:
+        page = pins
+        if after is not None:
+            page = page.filter(_after(*after))
+        batch = list(page[:chunk])
+        if not batch:
+            return
+        events = Event.objects.select_related("source_file", "session").filter(
+            id__in=[p.event_id for p in batch]
+        )
+        by_id = {e.id: e for e in events}
+        for pin in batch:
+            number += 1
+            yield Item(number=number, pin=pin, event=by_id.get(pin.event_id))
+        last = batch[-1]
+        after = (last.event_occurred_at, last.event_id)
+
+
+def _after(occurred_at: datetime | None, event_id: int) -> Q:
+    """Pins after (occurred_at, event_id) in the order of `evidence_pins` (NULL times last)."""
+    if occurred_at is None:
+        return Q(event_occurred_at__isnull=True, event_id__gt=event_id)
+    return (
+        Q(event_occurred_at__gt=occurred_at)
+        | Q(event_occurred_at=occurred_at, event_id__gt=event_id)
+        | Q(event_occurred_at__isnull=True)
+    )
+
+
+def _pinned_events(case: Case) -> Any:
+    return Event.objects.filter(id__in=Evidence.objects.filter(case=case).values("event_id"))
+
+
+def case_window(case: Case) -> tuple[datetime | None, datetime | None]:
+    """The case's own time window; an open end is the first or last pinned event's time."""
+    start, end = case.window_start, case.window_end
+    if start is None or end is None:
+        times = Evidence.objects.filter(case=case, event_occurred_at__isnull=False).order_by(
+            "event_occurred_at"
+        )
+        first = times.values_list("event_occurred_at", flat=True).first()
+        last = times.values_list("event_occurred_at", flat=True).last()
+        start = start or first
+        end = end or last
+    return start, end
+
+
+def summary(case: Case, report: Report) -> Summary:
+    events = _pinned_events(case)
+    accounts: dict[str, list[int]] = {}
+    rows = events.values_list("user", "host", "destructive")
+    for user, host, destructive in rows.iterator(chunk_size=2000):
+        who = f"{user}@{host if host is not None else '?'}" if user is not None else "unknown account"
+        counts = accounts.setdefault(who, [0, 0])
+        counts[0] += 1
+        counts[1] += int(destructive)
+    ranked = sorted(accounts.items(), key=lambda kv: (-kv[1][1], -kv[1][0], kv[0]))
+    return Summary(
+        case=case,
+        report=report,
+        investigators=sorted(u.get_username() for u in case.investigators.all()),
+        evidence_count=Evidence.objects.filter(case=case).count(),
+        destructive_count=events.filter(destructive=True).count(),
+        window=case_window(case),
+        accounts=[(who, c[0], c[1]) for who, c in ranked],
+        servers=sorted(set(events.values_list("server", flat=True).distinct())),
+    )
+
+
+def notes(case: Case) -> list[CaseNote]:
+    return list(case.notes.select_related("author").order_by("created_at", "id"))
+
+
+def saved_filters(case: Case) -> list[SavedFilter]:
+    return list(case.saved_filters.order_by("created_at", "id"))
+
+
+def gaps(case: Case) -> Listed:
+    """Gaps of any server that overlap the case's window (all of them when it has none)."""
+    start, end = case_window(case)
+    found = Gap.objects.select_related("source_file").order_by(F("started_at").asc(nulls_first=True), "id")
+    if end is not None:
+        found = found.filter(Q(started_at__lte=end) | Q(started_at__isnull=True))
+    if start is not None:
+        found = found.filter(Q(ended_at__gte=start) | Q(ended_at__isnull=True))
+    return _bounded(found)
+
+
+def source_files(case: Case) -> Listed:
+    """The files the pinned events were read from, with their hashes."""
+    ids = _pinned_events(case).values("source_file_id")
+    files = SourceFile.objects.select_related("source").filter(id__in=ids).order_by("path", "id")
+    return _bounded(files)
+
+
+def ingest_runs(case: Case) -> Listed:
+    """The ingest runs that read those files or stored the pinned events."""
+    events = _pinned_events(case)
+    runs = IngestRun.objects.select_related("source", "source_file").filter(
+        Q(source_file_id__in=events.values("source_file_id")) | Q(id__in=events.values("ingest_run_id"))
+    )
+    return _bounded(runs.order_by("started_at", "id"))
+
+
+def _bounded(queryset: Any) -> Listed:
+    rows = list(queryset[: LISTED_MAX + 1])
+    if len(rows) <= LISTED_MAX:
+        return Listed(rows)
+    return Listed(rows[:LISTED_MAX], more=queryset.count() - LISTED_MAX)
+
+
+@dataclass
+class Bucket:
+    start: datetime
+    destructive: int
+    other: int
+
+
+def evidence_histogram(case: Case, buckets: int = CHART_BUCKETS) -> tuple[list[Bucket], timedelta | None]:
+    """Pinned events counted per equal slice of their time span (destructive apart), counted by
+    PostgreSQL: the chart costs one query whatever the case's size."""
+    times = Evidence.objects.filter(case=case, event_occurred_at__isnull=False)
+    first = times.order_by("event_occurred_at").values_list("event_occurred_at", flat=True).first()
+    last = times.order_by("event_occurred_at").values_list("event_occurred_at", flat=True).last()
+    if first is None or last is None:
+        return [], None
+    span = max((last - first).total_seconds(), 1e-3)
+    width = span / buckets
+    counts = {i: [0, 0] for i in range(buckets)}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT LEAST(FLOOR(EXTRACT(EPOCH FROM p.event_occurred_at - %s) / %s)::int, %s), e.destructive,"
+            " COUNT(*) FROM investigations_evidence p LEFT JOIN ingest_event e ON e.id = p.event_id"
+            " WHERE p.case_id = %s AND p.event_occurred_at IS NOT NULL GROUP BY 1, 2",
+            [first, width, buckets - 1, case.pk],
+        )
+        for index, destructive, count in cursor.fetchall():
+            counts[index][0 if destructive else 1] += count
+    step = timedelta(seconds=width)
+    return [Bucket(first + i * step, d, o) for i, (d, o) in sorted(counts.items())], step

@@ -1,0 +1,110 @@
+"""A report from request to stored hash.
+
+`report_request` makes the Report row; a small case's report is written at once, a large
+one by a Celery worker (`investigations.tasks.generate_report`, queued after the commit).
+`report_generate` writes the file beside its final name, reads it back to hash it, then
+renames it: a report that has a SHA-256 in the store is complete on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from investigations.models import Case, Evidence, Report
+
+log = logging.getLogger(__name__)
+
+PROGRESS_EVERY = 200  # evidence events between two progress updates in the database
+
+Writer = Callable[[Case, Report, IO[bytes], Callable[[int], None]], None]
+
+
+def _writers() -> dict[str, Writer]:
+    from investigations.reports.csv_report import write_csv
+    from investigations.reports.json_report import write_json
+    from investigations.reports.pdf_report import write_pdf
+
+    return {Report.Format.PDF: write_pdf, Report.Format.CSV: write_csv, Report.Format.JSON: write_json}
+
+
+def report_request(*, case: Case, fmt: str, user: Any, queue: Callable[[int], None]) -> Report:
+    """A new report of the case: written now when the case is small (REPORT_SYNC_MAX evidence
+    events), else queued for a worker once this transaction commits."""
+    if fmt not in Report.Format.values:
+        raise ValueError(f"unknown report format {fmt!r}")
+    total = Evidence.objects.filter(case=case).count()
+    report = Report.objects.create(case=case, format=fmt, generated_by=user, total=total)
+    if total <= settings.REPORT_SYNC_MAX:
+        report_generate(report.pk)
+        report.refresh_from_db()
+    else:
+        transaction.on_commit(lambda: queue(report.pk))
+    return report
+
+
+def report_generate(report_id: int) -> Report | None:
+    """Write the report, hash it and record it. Claimed with one conditional UPDATE, so a
+    report queued twice is written once; returns None when another worker has it. A failure
+    is stored on the report (status failed, with the error), not raised."""
+    claimed = Report.objects.filter(pk=report_id, status=Report.Status.QUEUED).update(
+        status=Report.Status.RUNNING, progress=0
+    )
+    if not claimed:
+        return None
+    report = Report.objects.select_related("case", "case__created_by", "generated_by").get(pk=report_id)
+    name = f"case-{report.case_id}/report-{report.pk}.{report.format}"
+    final = Path(settings.REPORT_DIR) / name
+    partial = final.with_name(final.name + ".part")
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "wb") as out:
+            _writers()[report.format](report.case, report, out, _progress_saver(report))
+            out.flush()
+            os.fsync(out.fileno())
+        digest, size = file_sha256(partial)
+        os.replace(partial, final)
+    except Exception as exc:  # kept on the report, shown where it is listed, and logged in full
+        log.exception("report %s failed", report.pk)
+        partial.unlink(missing_ok=True)
+        Report.objects.filter(pk=report.pk).update(
+            status=Report.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000]
+        )
+        report.refresh_from_db()
+        return report
+    Report.objects.filter(pk=report.pk).update(
+        status=Report.Status.DONE,
+        progress=report.total,
+        file_name=name,
+        sha256=digest,
+        size=size,
+        generated_at=timezone.now(),
+    )
+    report.refresh_from_db()
+    return report
+
+
+def _progress_saver(report: Report) -> Callable[[int], None]:
+    def save(done: int) -> None:
+        if done % PROGRESS_EVERY == 0:
+            Report.objects.filter(pk=report.pk).update(progress=done)
+
+    return save
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    """SHA-256 (hex) and size of a file, read in blocks."""
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+            size += len(block)
+    return digest.hexdigest(), size

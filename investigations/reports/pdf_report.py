@@ -1,0 +1,639 @@
+"""The PDF report, drawn with reportlab: a title page with the case's facts, a summary of
+the evidence with a timeline chart, the analyst's notes and the gaps in the logs; the evidence
+table (full statement, account, session, source file, line, offset and hashes of each event);
+and an appendix on the chain of custody. Every page names the case, the report, who generated
+it and when, and its number of the total.
+
+Memory stays flat with the size of the case: the evidence table is made a chunk of rows at a
+time as layout asks for it (`LazyFlowables`), and pages leave memory as they are finished but
+for their compressed content. Every string from a log is escaped for reportlab's markup, with
+non-printing characters (and characters the standard fonts cannot draw) shown as escapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+
+from reportlab.graphics.charts.barcharts import VerticalBarChart
+from reportlab.graphics.shapes import Drawing, String
+from reportlab.lib import colors
+from reportlab.lib.enums import TA_RIGHT
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.styles import ParagraphStyle
+from reportlab.lib.units import mm
+from reportlab.platypus import (
+    BaseDocTemplate,
+    Flowable,
+    Frame,
+    KeepTogether,
+    NextPageTemplate,
+    PageBreak,
+    PageTemplate,
+    Paragraph,
+    Spacer,
+    Table,
+    TableStyle,
+)
+
+from investigations.models import Case, Report
+from investigations.reports import content
+from investigations.reports.text import pdf_markup
+
+SQL_SHOWN_MAX = 20_000  # characters of one statement printed; the rest is named, and is in the JSON report
+ROWS_PER_TABLE = 25  # evidence rows per table flowable (each splits across pages with its header)
+LOOKAHEAD = 4  # flowables made ahead of the one being laid out
+
+INK = colors.HexColor("#1d232a")
+MUTED = colors.HexColor("#5b6672")
+NAVY = colors.HexColor("#14202e")
+RULE = colors.HexColor("#c9d1da")
+SHADE = colors.HexColor("#f2f5f8")
+DANGER = colors.HexColor("#b42318")
+DANGER_BG = colors.HexColor("#fdecea")
+OTHER_BAR = colors.HexColor("#7d8fa3")
+
+PAGE_W, PAGE_H = A4
+NO_PADDING = {"leftPadding": 0, "rightPadding": 0, "topPadding": 0, "bottomPadding": 0}
+MARGIN = 18 * mm
+BODY_W = PAGE_W - 2 * MARGIN
+
+
+def _style(name: str, **kw: Any) -> ParagraphStyle:
+    base = {"fontName": "Helvetica", "fontSize": 9, "leading": 11.5, "textColor": INK}
+    return ParagraphStyle(name, **{**base, **kw})
+
+
+STYLES = {
+    "kicker": _style("kicker", fontName="Helvetica-Bold", fontSize=8.5, textColor=MUTED, leading=11),
+    "title": _style("title", fontName="Helvetica-Bold", fontSize=20, leading=24, spaceAfter=4),
+    "h1": _style(
+        "h1", fontName="Helvetica-Bold", fontSize=13, leading=16, spaceBefore=10, spaceAfter=5, textColor=NAVY
+    ),
+    "h2": _style("h2", fontName="Helvetica-Bold", fontSize=10.5, leading=13, spaceBefore=8, spaceAfter=3),
+    "body": _style("body"),
+    "small": _style("small", fontSize=7.5, leading=9.5, textColor=MUTED),
+    "cell": _style("cell", fontSize=8, leading=10),
+    "cellb": _style("cellb", fontName="Helvetica-Bold", fontSize=8, leading=10),
+    "head": _style("head", fontName="Helvetica-Bold", fontSize=7.5, leading=9.5, textColor=colors.white),
+    "num": _style("num", fontSize=8, leading=10, alignment=TA_RIGHT),
+    "sql": _style("sql", fontName="Courier", fontSize=7.5, leading=9.2),
+    "prov": _style("prov", fontName="Courier", fontSize=6.6, leading=8.3, textColor=MUTED),
+    "note": _style("note", fontName="Helvetica-Oblique", fontSize=8, leading=10),
+    "warn": _style("warn", fontName="Helvetica-Bold", fontSize=8, leading=10, textColor=DANGER),
+}
+
+
+def esc(text: object) -> str:
+    """Any value as safe Paragraph markup (log text included)."""
+    return pdf_markup("" if text is None else str(text))
+
+
+def utc(when: datetime | None, micro: bool = True) -> str:
+    if when is None:
+        return "unknown"
+    micro = micro and when.microsecond != 0
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f" if micro else "%Y-%m-%d %H:%M:%S") + " UTC"
+
+
+class LazyFlowables:
+    """A list-like of flowables for `BaseDocTemplate.build` that makes them from an iterator as
+    layout reaches them: reportlab takes flowables from the front (and puts split halves back
+    there), so only the few ahead of the one being laid out exist at once."""
+
+    def __init__(self, source: Iterable[Flowable]) -> None:
+        self._ahead: list[Flowable] = []
+        self._source: Iterator[Flowable] | None = iter(source)
+
+    def _fill(self, n: int) -> None:
+        while self._source is not None and len(self._ahead) < n:
+            try:
+                self._ahead.append(next(self._source))
+            except StopIteration:
+                self._source = None
+
+    def __len__(self) -> int:
+        self._fill(LOOKAHEAD)
+        return len(self._ahead)
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            self._fill(max(index.stop or LOOKAHEAD, LOOKAHEAD))
+        else:
+            self._fill(index + 1)
+        return self._ahead[index]
+
+    def __setitem__(self, index: int | slice, value: Any) -> None:
+        self._ahead[index] = value
+
+    def __delitem__(self, index: int | slice) -> None:
+        self._fill(1)
+        del self._ahead[index]
+
+    def insert(self, index: int, value: Flowable) -> None:
+        self._ahead.insert(index, value)
+
+
+class ReportDocument(BaseDocTemplate):
+    """Pages with the case's running header and a footer naming the report, its generator and
+    'page N of M' (M is a form drawn once the last page is known)."""
+
+    def __init__(self, out: IO[bytes], case: Case, report: Report) -> None:
+        super().__init__(
+            out,
+            pagesize=A4,
+            leftMargin=MARGIN,
+            rightMargin=MARGIN,
+            topMargin=MARGIN + 6 * mm,
+            bottomMargin=MARGIN + 6 * mm,
+            title=f"Evidence report: case {case.pk}, {case.title}",
+            author=report.generated_by.get_username(),
+            subject=f"AuditWeb report {report.pk} of case {case.pk}",
+            creator="AuditWeb",
+            pageCompression=1,
+        )
+        self.case, self.report = case, report
+        frame = Frame(self.leftMargin, self.bottomMargin, self.width, self.height, id="body", **NO_PADDING)
+        # The evidence pages draw the table's column heads themselves (above a shorter frame), so
+        # the rows, made a chunk at a time, read as one table with its heads on every page.
+        heads = Frame(
+            self.leftMargin,
+            self.bottomMargin,
+            self.width,
+            self.height - EVIDENCE_HEAD_H,
+            id="rows",
+            **NO_PADDING,
+        )
+        first = Frame(
+            self.leftMargin,
+            self.bottomMargin,
+            self.width,
+            self.height - EVIDENCE_INTRO_H - EVIDENCE_HEAD_H,
+            id="rows-first",
+            **NO_PADDING,
+        )
+        self.addPageTemplates(
+            [
+                PageTemplate(id="first", frames=[frame], onPage=self._decorate),
+                PageTemplate(id="later", frames=[frame], onPage=self._decorate),
+                PageTemplate(
+                    id="evidence-first",
+                    frames=[first],
+                    onPage=self._evidence_page,
+                    autoNextPageTemplate="evidence",
+                ),
+                PageTemplate(id="evidence", frames=[heads], onPage=self._evidence_page),
+            ]
+        )
+        self.pages = 0
+
+    def _decorate(self, canv: Any, doc: Any) -> None:
+        self.pages = doc.page
+        canv.saveState()
+        if doc.page > 1:
+            canv.setFont("Helvetica-Bold", 7.5)
+            canv.setFillColor(NAVY)
+            title = _clip(f"Case #{self.case.pk}: {self.case.title}", 90)
+            canv.drawString(MARGIN, PAGE_H - MARGIN, f"AuditWeb evidence report · {title}")
+            canv.setFont("Helvetica", 7.5)
+            canv.drawRightString(PAGE_W - MARGIN, PAGE_H - MARGIN, f"Report #{self.report.pk}")
+            canv.setStrokeColor(RULE)
+            canv.line(MARGIN, PAGE_H - MARGIN - 3, PAGE_W - MARGIN, PAGE_H - MARGIN - 3)
+        canv.setStrokeColor(RULE)
+        canv.line(MARGIN, MARGIN + 9, PAGE_W - MARGIN, MARGIN + 9)
+        canv.setFillColor(MUTED)
+        canv.setFont("Helvetica", 7)
+        who = _clip(self.report.generated_by.get_username(), 40)
+        canv.drawString(
+            MARGIN,
+            MARGIN + 1,
+            f"Report #{self.report.pk} of case #{self.case.pk}"
+            f" · generated {utc(self.report.requested_at, False)}"
+            f" by {who} · AuditWeb",
+        )
+        canv.drawString(
+            MARGIN,
+            MARGIN - 8,
+            "This file's SHA-256 is recorded by AuditWeb: check a copy with "
+            "manage.py verify_evidence --report FILE",
+        )
+        label = f"Page {doc.page} of "
+        canv.setFont("Helvetica-Bold", 7.5)
+        canv.setFillColor(INK)
+        right = PAGE_W - MARGIN - 18
+        canv.drawRightString(right, MARGIN + 1, label)
+        canv.translate(right + 1.5, MARGIN + 1)
+        canv.doForm("page-total")
+        canv.restoreState()
+
+    def _evidence_page(self, canv: Any, doc: Any) -> None:
+        self._decorate(canv, doc)
+        top = PAGE_H - self.topMargin
+        if doc.pageTemplate.id == "evidence-first":
+            canv.saveState()
+            canv.setFont("Helvetica-Bold", 13)
+            canv.setFillColor(NAVY)
+            canv.drawString(MARGIN, top - 14, "4. The evidence")
+            canv.setFont("Helvetica", 7.5)
+            canv.setFillColor(MUTED)
+            for n, line in enumerate(EVIDENCE_INTRO):
+                canv.drawString(MARGIN, top - 27 - 9.5 * n, line)
+            canv.restoreState()
+            top -= EVIDENCE_INTRO_H
+        heads = _table([_heads(*EVIDENCE_HEADS)], EVIDENCE_WIDTHS, header=True)
+        _, height = heads.wrapOn(canv, BODY_W, EVIDENCE_HEAD_H)
+        heads.drawOn(canv, MARGIN, top - height)
+
+    def _endBuild(self) -> None:
+        self._doSave = 0
+        super()._endBuild()
+        canv = self.canv
+        canv.beginForm("page-total")
+        canv.setFont("Helvetica-Bold", 7.5)
+        canv.setFillColor(INK)
+        canv.drawString(0, 0, str(self.pages))
+        canv.endForm()
+        canv.save()
+
+
+def _clip(text: str, n: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _table(rows: list[list[Any]], widths: list[float], header: bool = True, **kw: Any) -> Table:
+    table = Table(rows, colWidths=widths, repeatRows=1 if header else 0, **kw)
+    style = [
+        ("VALIGN", (0, 0), (-1, -1), "TOP"),
+        ("LEFTPADDING", (0, 0), (-1, -1), 4),
+        ("RIGHTPADDING", (0, 0), (-1, -1), 4),
+        ("TOPPADDING", (0, 0), (-1, -1), 2.5),
+        ("BOTTOMPADDING", (0, 0), (-1, -1), 2.5),
+        ("LINEBELOW", (0, 0), (-1, -1), 0.4, RULE),
+    ]
+    if header:
+        style += [("BACKGROUND", (0, 0), (-1, 0), NAVY), ("LINEBELOW", (0, 0), (-1, 0), 0.8, NAVY)]
+    table.setStyle(TableStyle(style))
+    return table
+
+
+def _heads(*names: str) -> list[Paragraph]:
+    return [Paragraph(esc(n), STYLES["head"]) for n in names]
+
+
+def _p(text: str, style: str = "cell") -> Paragraph:
+    return Paragraph(text, STYLES[style])
+
+
+# -- the first pages ------------------------------------------------------------------------
+
+
+def title_block(s: content.Summary) -> list[Flowable]:
+    case, report = s.case, s.report
+    start, end = s.window
+    window = f"{utc(start, False)} to {utc(end, False)}"
+    if case.window_start is None or case.window_end is None:
+        window += " (open ends taken from the first and last pinned events)"
+    facts = [
+        (
+            "Case",
+            f"#{case.pk} · {case.get_status_display()}"
+            + (f" (closed {utc(case.closed_at, False)})" if case.closed_at else ""),
+        ),
+        ("Investigators", ", ".join(s.investigators) or "none"),
+        ("Opened", f"{utc(case.created_at, False)} by {case.created_by.get_username()}"),
+        ("Time window", window),
+        ("Evidence", f"{s.evidence_count:,} pinned events, {s.destructive_count:,} of them destructive"),
+        ("Servers", ", ".join(s.servers) or "none"),
+        (
+            "Report",
+            f"#{report.pk}, PDF, generated {utc(report.requested_at)}"
+            f" by {report.generated_by.get_username()}",
+        ),
+    ]
+    band = Table(
+        [[_p("FORENSIC EVIDENCE REPORT · AUDITWEB", "kicker")], [_p(esc(case.title), "title")]],
+        colWidths=[BODY_W],
+    )
+    band.setStyle(
+        TableStyle(
+            [
+                ("LINEBELOW", (0, -1), (-1, -1), 2, NAVY),
+                ("LEFTPADDING", (0, 0), (-1, -1), 0),
+                ("BOTTOMPADDING", (0, -1), (-1, -1), 8),
+            ]
+        )
+    )
+    fact_rows = [[_p(esc(k), "cellb"), _p(esc(v))] for k, v in facts]
+    fact_table = _table(fact_rows, [32 * mm, BODY_W - 32 * mm], header=False)
+    fact_table.setStyle(TableStyle([("BACKGROUND", (0, 0), (0, -1), SHADE)]))
+    flow: list[Flowable] = [band, Spacer(1, 8), fact_table]
+    if case.description:
+        flow += [Paragraph("Description", STYLES["h2"]), _p(esc(case.description), "body")]
+    return flow
+
+
+def summary_section(s: content.Summary, case: Case) -> list[Flowable]:
+    flow: list[Flowable] = [Paragraph("1. Summary of the evidence", STYLES["h1"])]
+    if not s.accounts:
+        return [*flow, _p("No event is pinned to this case.", "body")]
+    rows = [_heads("Account (user@host)", "Pinned events", "Destructive")]
+    for who, count, destructive in s.accounts[:15]:
+        style = "warn" if destructive else "cell"
+        rows.append([_p(esc(who), style), _p(f"{count:,}", "num"), _p(f"{destructive:,}", "num")])
+    flow.append(_table(rows, [BODY_W - 60 * mm, 30 * mm, 30 * mm]))
+    if len(s.accounts) > 15:
+        flow.append(
+            _p(f"… and {len(s.accounts) - 15:,} more accounts (all are in the evidence table).", "small")
+        )
+    flow += [Paragraph("Timeline of the pinned events", STYLES["h2"]), *timeline_chart(case)]
+    return flow
+
+
+def timeline_chart(case: Case) -> list[Flowable]:
+    buckets, step = content.evidence_histogram(case)
+    if not buckets or step is None:
+        return [_p("No pinned event has a known time.", "small")]
+    drawing = Drawing(BODY_W, 58 * mm)
+    chart = VerticalBarChart()
+    chart.x, chart.y, chart.width, chart.height = 28, 30, BODY_W - 40, 58 * mm - 44
+    chart.data = [[b.destructive for b in buckets], [b.other for b in buckets]]
+    chart.categoryAxis.style = "stacked"
+    chart.bars[0].fillColor, chart.bars[1].fillColor = DANGER, OTHER_BAR
+    chart.bars.strokeColor = None
+    chart.valueAxis.valueMin = 0
+    chart.valueAxis.labels.fontName = chart.categoryAxis.labels.fontName = "Helvetica"
+    chart.valueAxis.labels.fontSize = chart.categoryAxis.labels.fontSize = 6.5
+    chart.valueAxis.gridStrokeColor = RULE
+    chart.valueAxis.visibleGrid = 1
+    every = max(1, len(buckets) // 6)
+    fmt = "%H:%M:%S" if step < timedelta(minutes=1) else "%m-%d %H:%M"
+    chart.categoryAxis.categoryNames = [
+        b.start.astimezone(UTC).strftime(fmt) if i % every == 0 else "" for i, b in enumerate(buckets)
+    ]
+    chart.categoryAxis.labels.angle = 0
+    drawing.add(chart)
+    drawing.add(String(28, 6, "■ destructive", fontName="Helvetica", fontSize=7, fillColor=DANGER))
+    drawing.add(String(90, 6, "■ other", fontName="Helvetica", fontSize=7, fillColor=OTHER_BAR))
+    first, last = buckets[0].start, buckets[-1].start + step
+    drawing.add(
+        String(
+            140,
+            6,
+            f"pinned events per {_span(step)} from {utc(first, False)} to {utc(last, False)}",
+            fontName="Helvetica",
+            fontSize=7,
+            fillColor=MUTED,
+        )
+    )
+    return [drawing]
+
+
+def _span(step: timedelta) -> str:
+    seconds = step.total_seconds()
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}s"
+    return f"{seconds * 1000:.3g} ms"
+
+
+def notes_section(case: Case) -> list[Flowable]:
+    flow: list[Flowable] = [Paragraph("2. The analysts' notes", STYLES["h1"])]
+    found = content.notes(case)
+    if not found:
+        return [*flow, _p("No notes were written.", "body")]
+    rows = [_heads("Written (UTC)", "By", "Note")]
+    for note in found:
+        rows.append(
+            [_p(esc(utc(note.created_at, False))), _p(esc(note.author.get_username())), _p(esc(note.text))]
+        )
+    return [*flow, _table(rows, [34 * mm, 26 * mm, BODY_W - 60 * mm])]
+
+
+def gaps_section(case: Case) -> list[Flowable]:
+    start, end = content.case_window(case)
+    flow: list[Flowable] = [
+        Paragraph("3. Gaps in the logs over the case's window", STYLES["h1"]),
+        _p(
+            "Time in which a server's log shows it recorded nothing (logging off, a restart, the clock going "
+            "back). The absence of evidence in a gap is not evidence of absence.",
+            "small",
+        ),
+    ]
+    listed = content.gaps(case)
+    if not listed.rows:
+        text = f"No gap is known between {utc(start, False)} and {utc(end, False)}."
+        return [*flow, Spacer(1, 3), _p(esc(text), "body")]
+    rows = [_heads("Server", "From (UTC)", "To (UTC)", "Reason", "Shown by")]
+    for g in listed.rows:
+        rows.append(
+            [
+                _p(esc(g.server)),
+                _p(esc(utc(g.started_at))),
+                _p(esc(utc(g.ended_at) if g.ended_at else "still open")),
+                _p(esc(f"{g.get_reason_display()}. {g.detail}")),
+                _p(esc(f"{g.source_file.path}, line {g.line}, offset {g.byte_offset}"), "prov"),
+            ]
+        )
+    flow += [Spacer(1, 3), _table(rows, [24 * mm, 27 * mm, 27 * mm, 50 * mm, BODY_W - 128 * mm])]
+    if listed.more:
+        flow.append(_p(f"… and {listed.more:,} more gaps (all are in the JSON report).", "small"))
+    return flow
+
+
+# -- the evidence table ---------------------------------------------------------------------
+
+EVIDENCE_WIDTHS = [9 * mm, 44 * mm, BODY_W - 53 * mm]
+EVIDENCE_HEADS = ("No.", "Time (UTC) · account · session", "Statement · source file, line, offset · hashes")
+EVIDENCE_HEAD_H = 15  # points: the column heads drawn on each evidence page
+EVIDENCE_INTRO_H = 58  # points: the section's title and introduction on its first page
+EVIDENCE_INTRO = (
+    "Every pinned event in time order, its statement exactly as logged: characters that do not print",
+    "(or that the report's font cannot draw) are shown as \\xNN or \\u{NNNN} on a dark mark. Destructive",
+    "statements are marked red on the left; an event that differs from what was pinned, or is gone from",
+    "the store, says so in red.",
+)
+
+
+def evidence_cells(item: content.Item) -> list[Any]:
+    pin, e = item.pin, item.event
+    note = []
+    if pin.note:
+        note = [
+            _p(
+                f"<b>Note</b> ({esc(pin.pinned_by.get_username())}, {utc(pin.pinned_at, False)}): "
+                f"{esc(pin.note)}",
+                "note",
+            )
+        ]
+    if e is None:
+        what = [
+            _p(
+                f"MISSING: event {pin.event_id}, pinned with record hash "
+                f"{bytes(pin.event_record_hash).hex()}, "
+                "is no longer in the store.",
+                "warn",
+            ),
+            *note,
+        ]
+        return [_p(str(item.number), "num"), _p(esc(utc(pin.event_occurred_at).removesuffix(" UTC"))), what]
+    who = f"{e.user}@{e.host if e.host is not None else '?'}" if e.user is not None else "unknown account"
+    left = [
+        _p(
+            f"<b>{esc(utc(e.occurred_at).removesuffix(' UTC'))}</b><br/>{esc(who)}"
+            + (f" ({esc(e.ip)})" if e.ip and e.ip != e.host else "")
+            + (f"<br/><font color='#5b6672'>database</font> {esc(e.database)}" if e.database else "")
+        ),
+        _p(f"session {esc(e.session.key)}", "prov"),
+    ]
+    kind = esc(e.statement_type or e.command)
+    head = f"<b>{kind}</b>"
+    if e.destructive:
+        head = f"<font color='#b42318'><b>{kind} · destructive</b></font>"
+    if e.flags:
+        head += " · " + esc(", ".join(e.flags))
+    if e.rows_affected is not None:
+        head += f" · {e.rows_affected:,} rows"
+    if e.status not in (None, "ok"):
+        head += f" · error {esc(e.status)}"
+    sql = e.sql
+    cut = ""
+    if len(sql) > SQL_SHOWN_MAX:
+        cut = (
+            f"<br/>… {len(sql) - SQL_SHOWN_MAX:,} more characters (the whole statement is in the JSON "
+            "report and on the event's page)"
+        )
+        sql = sql[:SQL_SHOWN_MAX]
+    prov = (
+        f"{esc(e.source_file.path)} line {e.line}, offset {e.byte_offset}<br/>"
+        f"file SHA-256 {esc(e.source_file.sha256 or '(file still being read)')}<br/>"
+        f"event {e.id} · record hash {bytes(e.record_hash).hex()}"
+    )
+    right: list[Flowable] = [_p(head), _p(esc(sql) + cut, "sql"), _p(prov, "prov")]
+    if item.integrity != content.AS_PINNED:
+        right.append(
+            _p(
+                f"CHANGED SINCE PINNED: pinned with time {esc(utc(pin.event_occurred_at))} and record "
+                f"hash {bytes(pin.event_record_hash).hex()}",
+                "warn",
+            )
+        )
+    return [_p(str(item.number), "num"), left, [*right, *note]]
+
+
+def evidence_tables(
+    case: Case, progress: Callable[[int], None], integrity: dict[str, int]
+) -> Iterator[Flowable]:
+    """The evidence table, ROWS_PER_TABLE rows per Table (header repeated on each page)."""
+    rows: list[list[Any]] = []
+    destructive_rows: list[int] = []
+    for item in content.evidence_items(case):
+        integrity[item.integrity] = integrity.get(item.integrity, 0) + 1
+        rows.append(evidence_cells(item))
+        if item.event is not None and item.event.destructive:
+            destructive_rows.append(len(rows) - 1)
+        progress(item.number)
+        if len(rows) == ROWS_PER_TABLE:
+            yield _evidence_table(rows, destructive_rows)
+            rows, destructive_rows = [], []
+    if rows:
+        yield _evidence_table(rows, destructive_rows)
+
+
+def _evidence_table(rows: list[list[Any]], destructive_rows: list[int]) -> Table:
+    table = _table(rows, EVIDENCE_WIDTHS, header=False, splitInRow=1)
+    marks = [("LINEBEFORE", (0, r), (0, r), 2.5, DANGER) for r in destructive_rows]
+    table.setStyle(TableStyle([*marks, ("BACKGROUND", (0, 0), (0, -1), SHADE)]))
+    return table
+
+
+# -- the appendix ---------------------------------------------------------------------------
+
+
+def custody_appendix(case: Case, integrity: dict[str, int]) -> list[Flowable]:
+    flow: list[Flowable] = [
+        Paragraph("Appendix A. Chain of custody", STYLES["h1"]),
+        _p(
+            "Each pinned event keeps the file, line and byte offset it was read from and its record hash (of "
+            "its server, time, position and raw bytes). The files below were hashed with SHA-256 as AuditWeb "
+            "read them; the runs are the ingestions that read them.",
+            "small",
+        ),
+        Paragraph("Pinned events against the store", STYLES["h2"]),
+    ]
+    counts = [f"{n:,} {state}" for state, n in sorted(integrity.items())] or ["none"]
+    flow.append(
+        _p(
+            esc("; ".join(counts)) + ". (Time and record hash as pinned compared with the stored "
+            "event; manage.py verify_evidence also re-reads the original files.)",
+            "body",
+        )
+    )
+    files = content.source_files(case)
+    flow.append(Paragraph("Source files", STYLES["h2"]))
+    rows = [_heads("File", "Server", "Size (bytes)", "SHA-256 · first read · last read")]
+    for f in files.rows:
+        state = "" if f.bytes_read >= f.size else f" (of the first {f.bytes_read:,} bytes, read so far)"
+        rows.append(
+            [
+                _p(esc(f.path), "prov"),
+                _p(esc(f.source.server)),
+                _p(f"{f.size:,}", "num"),
+                _p(
+                    esc(f"{f.sha256 or 'not yet complete'}{state}")
+                    + "<br/>"
+                    + esc(f"{utc(f.first_seen_at, False)} · {utc(f.last_read_at, False)}"),
+                    "prov",
+                ),
+            ]
+        )
+    flow.append(_table(rows, [56 * mm, 22 * mm, 20 * mm, BODY_W - 98 * mm]))
+    if files.more:
+        flow.append(_p(f"… and {files.more:,} more files (all are in the JSON report).", "small"))
+    runs = content.ingest_runs(case)
+    flow.append(Paragraph("Ingest runs", STYLES["h2"]))
+    rows = [_heads("Run", "File read", "Started (UTC)", "Finished (UTC)", "Status", "Events stored")]
+    for r in runs.rows:
+        rows.append(
+            [
+                _p(str(r.pk), "num"),
+                _p(esc(r.source_file.path if r.source_file else r.source.name), "prov"),
+                _p(esc(utc(r.started_at, False))),
+                _p(esc(utc(r.finished_at, False) if r.finished_at else "-")),
+                _p(esc(r.status)),
+                _p(f"{r.events_stored:,}", "num"),
+            ]
+        )
+    flow.append(_table(rows, [12 * mm, BODY_W - 124 * mm, 32 * mm, 32 * mm, 18 * mm, 30 * mm]))
+    if runs.more:
+        flow.append(_p(f"… and {runs.more:,} more runs (all are in the JSON report).", "small"))
+    filters = content.saved_filters(case)
+    if filters:
+        flow.append(Paragraph("Saved explorer searches", STYLES["h2"]))
+        rows = [_heads("Name", "Explorer query")]
+        rows += [[_p(esc(f.name)), _p(esc(f.query), "prov")] for f in filters]
+        flow.append(_table(rows, [50 * mm, BODY_W - 50 * mm]))
+    return flow
+
+
+def story(case: Case, report: Report, progress: Callable[[int], None]) -> Iterator[Flowable]:
+    s = content.summary(case, report)
+    yield from title_block(s)
+    yield from summary_section(s, case)
+    yield KeepTogether(notes_section(case))
+    yield KeepTogether(gaps_section(case))
+    yield NextPageTemplate("evidence-first")
+    yield PageBreak()
+    integrity: dict[str, int] = {}
+    if s.evidence_count:
+        yield from evidence_tables(case, progress, integrity)
+    else:
+        yield _p("No event is pinned to this case.", "body")
+    yield NextPageTemplate("later")
+    yield PageBreak()
+    yield from custody_appendix(case, integrity)
+
+
+def write_pdf(case: Case, report: Report, out: IO[bytes], progress: Callable[[int], None]) -> None:
+    ReportDocument(out, case, report).build(LazyFlowables(story(case, report, progress)))
