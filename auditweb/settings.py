@@ -177,6 +177,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and its docs pages are for viewers and up, like the API they describe.
     "SERVE_PERMISSIONS": ["investigations.roles.ViewerPermission"],
+    # Choice sets that share a field name with another model's (status, format) get their own names.
+    "ENUM_NAME_OVERRIDES": {
+        "CaseStatusEnum": "investigations.models.Case.Status",
+        "ReportStatusEnum": "investigations.models.Report.Status",
+        "ReportFormatEnum": "investigations.models.Report.Format",
+    },
 }
 
 CELERY_BROKER_URL = REDIS_URL

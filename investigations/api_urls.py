@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from investigations import api, browse_api, sources_api
+from investigations import api, browse_api, case_api, sources_api
 
 urlpatterns = [
     path("events/", api.event_list, name="api-events"),
@@ -19,4 +19,12 @@ urlpatterns = [
     path("sources/<int:source_id>/", sources_api.source_detail, name="api-source"),
     path("sources/<int:source_id>/ingest/", sources_api.source_ingest, name="api-source-ingest"),
     path("ingest-runs/<int:run_id>/", sources_api.ingest_run_detail, name="api-ingest-run"),
+    path("cases/", case_api.case_list, name="api-cases"),
+    path("cases/<int:case_id>/", case_api.case_detail, name="api-case"),
+    path("cases/<int:case_id>/evidence/", case_api.case_evidence, name="api-case-evidence"),
+    path("cases/<int:case_id>/evidence/<int:event_id>/", case_api.case_evidence_remove, name="api-unpin"),
+    path("cases/<int:case_id>/notes/", case_api.case_notes, name="api-case-notes"),
+    path("cases/<int:case_id>/reports/", case_api.case_reports, name="api-case-reports"),
+    path("reports/<int:report_id>/", case_api.report_detail, name="api-report"),
+    path("reports/<int:report_id>/download/", case_api.report_download, name="api-report-download"),
 ]

@@ -177,7 +177,7 @@ def case_filter(request: HttpRequest, case_id: int) -> HttpResponse:
 @role_required(Role.INVESTIGATOR)
 def case_filter_remove(request: HttpRequest, case_id: int, filter_id: int) -> HttpResponse:
     case = _get_case(request, case_id, change=True)
-    get_object_or_404(case.saved_filters, pk=filter_id).delete()
+    case.saved_filters.filter(pk=filter_id).delete()  # already gone: nothing to do, as asked
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#filters")
 
 
@@ -186,8 +186,7 @@ def case_filter_remove(request: HttpRequest, case_id: int, filter_id: int) -> Ht
 def case_unpin(request: HttpRequest, case_id: int, event_id: int) -> HttpResponse:
     case = _get_case(request, case_id, change=True)
     try:
-        if not evidence_remove(case=case, event_id=event_id):
-            raise Http404("That event is not pinned to this case.")
+        evidence_remove(case=case, event_id=event_id)  # already gone: nothing to do, as asked
     except CaseClosed:
         return HttpResponse("The case is closed: reopen it to change its evidence.", status=409)
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#evidence")
@@ -207,7 +206,10 @@ def pin(request: HttpRequest) -> HttpResponse:
         if event is None:
             form.add_error(None, "No such event.")
     elif not form.is_bound:
-        event = Event.objects.filter(pk=_int(request.GET.get("event"))).first()
+        event_id = _int(request.GET.get("event"))
+        if event_id is None:
+            return HttpResponse("Which event? Ask for /cases/pin/?event=ID.", status=400)
+        event = Event.objects.filter(pk=event_id).first()
         if event is None:
             raise Http404("No such event.")
     if form.is_bound and form.is_valid() and event is not None:

@@ -84,7 +84,7 @@ def evidence_items(case: Case, chunk: int = CHUNK) -> Iterator[Item]:
     while True:
         page = pins
         if after is not None:
-            page = page.filter(_after(*after))
+            page = page.filter(after_pin(*after))
         batch = list(page[:chunk])
         if not batch:
             return
@@ -99,7 +99,7 @@ def evidence_items(case: Case, chunk: int = CHUNK) -> Iterator[Item]:
         after = (last.event_occurred_at, last.event_id)
 
 
-def _after(occurred_at: datetime | None, event_id: int) -> Q:
+def after_pin(occurred_at: datetime | None, event_id: int) -> Q:
     """Pins after (occurred_at, event_id) in the order of `evidence_pins` (NULL times last)."""
     if occurred_at is None:
         return Q(event_occurred_at__isnull=True, event_id__gt=event_id)

@@ -24,7 +24,9 @@ from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
 from ingest.models import Event, IngestRun
-from investigations.models import api_token_create
+from investigations.cases import case_create, evidence_pin, saved_filter_add
+from investigations.models import Case, api_token_create
+from investigations.reports.generate import report_request
 from investigations.roles import Role, set_role
 from tests.investigations.logs import genlog
 
@@ -48,6 +50,9 @@ OBJECTS: dict[str, Callable[[World], object]] = {
     "source_id": lambda w: w.run.source_id,
     "run_id": lambda w: w.run.pk,
     "name": lambda w: "shop.orders",  # a table
+    "case_id": lambda w: w.case.pk,
+    "filter_id": lambda w: w.case.saved_filters.get().pk,
+    "report_id": lambda w: w.case.reports.get().pk,
 }
 
 PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
@@ -57,6 +62,7 @@ PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
 class World:
     event: Event
     run: IngestRun
+    case: Case  # with the event pinned, a saved search and a report; every persona investigates it
 
 
 @dataclass
@@ -137,14 +143,24 @@ def test_every_route_declares_its_role() -> None:
 
 
 @pytest.fixture
-def world(ingest_bytes) -> World:  # type: ignore[no-untyped-def]
+def world(ingest_bytes, persona_clients, django_user_model, settings, tmp_path) -> World:  # type: ignore[no-untyped-def]
     run = ingest_bytes(
         genlog(
             (T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"),
             (T0, 7, "Query", "DELETE FROM orders WHERE id = 1"),
         )
     )
-    return World(event=Event.objects.get(statement_type="DELETE"), run=run)
+    event = Event.objects.get(statement_type="DELETE")
+    # A case's own investigators change it (investigations.cases.can_change_case): the personas
+    # are all on this one, so what the role allows is what is tested here.
+    settings.REPORT_DIR = tmp_path / "reports"
+    personas = django_user_model.objects.filter(username__startswith="as-")
+    case = case_create(user=personas.get(username="as-admin"), title="The world's case")
+    case.investigators.add(*personas)
+    evidence_pin(case=case, event=event, user=case.created_by)
+    saved_filter_add(case=case, user=case.created_by, name="ann", query="user=ann")
+    report_request(case=case, fmt="csv", user=case.created_by, queue=lambda report_id: None)
+    return World(event=event, run=run, case=case)
 
 
 @pytest.fixture
@@ -228,6 +244,10 @@ def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
     for name in ("dashboard", "events", "event-detail", "sessions", "session-detail", "tables", "sources",
                  "api-events", "api-events-export", "api-alerts", "schema"):  # fmt: skip
         assert set(by_name[name].values()) == {Role.VIEWER}, name
+    case_routes = [name for name in by_name if name.startswith(("case", "report")) or name == "pin"]
+    assert len(case_routes) >= 12
+    for name in case_routes:  # cases, pins, notes and reports are the investigators'
+        assert set(by_name[name].values()) == {Role.INVESTIGATOR}, name
 
 
 def test_the_login_page_is_open_and_the_django_admin_is_for_staff(client, persona_clients) -> None:  # type: ignore[no-untyped-def]
