@@ -116,6 +116,25 @@ def take(url: str, username: str, password: str) -> list[Path]:
         shot("table-history")
         page.goto(f"{url}/sources/")
         shot("sources")
+        # A case: bob's DELETE pinned from the explorer into a new case, and its PDF report made.
+        page.goto(f"{url}/events/?user=bob&destructive=true&table=shop.orders")
+        row = page.locator("#event-table tr", has_text="DELETE FROM orders").first
+        row.locator("details.pin-pop summary").click()
+        form = row.locator("form.pin-form")
+        form.wait_for()
+        form.locator("select[name=case]").select_option("new")
+        form.locator("input[name=title]").fill("shop.orders emptied after the restart")
+        form.locator("textarea[name=note]").fill("bob's DELETE without a WHERE")
+        shot("pin")
+        form.get_by_role("button", name="Pin").click()
+        row.locator("p.pinned").get_by_role("link").click()
+        page.wait_for_url("**/cases/*/")
+        page.fill("textarea[name=text]", "bob deleted every order right after the server restarted.")
+        page.get_by_role("button", name="Add the note").click()
+        page.get_by_role("button", name="PDF report").click()
+        page.wait_for_url("**/cases/*/#reports")
+        page.evaluate("window.scrollTo(0, 0)")
+        shot("case")
         browser.close()
     return shots
 

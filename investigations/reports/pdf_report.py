@@ -81,7 +81,16 @@ STYLES = {
     "cellb": _style("cellb", fontName="Helvetica-Bold", fontSize=8, leading=10),
     "head": _style("head", fontName="Helvetica-Bold", fontSize=7.5, leading=9.5, textColor=colors.white),
     "num": _style("num", fontSize=8, leading=10, alignment=TA_RIGHT),
-    "sql": _style("sql", fontName="Courier", fontSize=7.5, leading=9.2),
+    "sql": _style(
+        "sql",
+        fontName="Courier",
+        fontSize=7.5,
+        leading=9.2,
+        backColor=colors.HexColor("#f4f6f8"),
+        borderPadding=(1.5, 2, 1.5, 2),
+        spaceBefore=2,
+        spaceAfter=3,
+    ),
     "prov": _style("prov", fontName="Courier", fontSize=6.6, leading=8.3, textColor=MUTED),
     "note": _style("note", fontName="Helvetica-Oblique", fontSize=8, leading=10),
     "warn": _style("warn", fontName="Helvetica-Bold", fontSize=8, leading=10, textColor=DANGER),
@@ -252,10 +261,9 @@ class ReportDocument(BaseDocTemplate):
             canv.setFont("Helvetica-Bold", 13)
             canv.setFillColor(NAVY)
             canv.drawString(MARGIN, top - 14, "4. The evidence")
-            canv.setFont("Helvetica", 7.5)
-            canv.setFillColor(MUTED)
-            for n, line in enumerate(EVIDENCE_INTRO):
-                canv.drawString(MARGIN, top - 27 - 9.5 * n, line)
+            intro = Paragraph(EVIDENCE_INTRO, STYLES["small"])
+            _, height = intro.wrapOn(canv, BODY_W, EVIDENCE_INTRO_H)
+            intro.drawOn(canv, MARGIN, top - 22 - height)
             canv.restoreState()
             top -= EVIDENCE_INTRO_H
         heads = _table([_heads(*EVIDENCE_HEADS)], EVIDENCE_WIDTHS, header=True)
@@ -330,7 +338,10 @@ def title_block(s: content.Summary) -> list[Flowable]:
         ),
     ]
     band = Table(
-        [[_p("FORENSIC EVIDENCE REPORT · AUDITWEB", "kicker")], [_p(esc(case.title), "title")]],
+        [
+            [_p("FORENSIC EVIDENCE REPORT · AUDITWEB · CONFIDENTIAL", "kicker")],
+            [_p(esc(case.title), "title")],
+        ],
         colWidths=[BODY_W],
     )
     band.setStyle(
@@ -464,12 +475,13 @@ def gaps_section(case: Case) -> list[Flowable]:
 EVIDENCE_WIDTHS = [9 * mm, 44 * mm, BODY_W - 53 * mm]
 EVIDENCE_HEADS = ("No.", "Time (UTC) · account · session", "Statement · source file, line, offset · hashes")
 EVIDENCE_HEAD_H = 15  # points: the column heads drawn on each evidence page
-EVIDENCE_INTRO_H = 58  # points: the section's title and introduction on its first page
+EVIDENCE_INTRO_H = 70  # points: the section's title and introduction on its first page
 EVIDENCE_INTRO = (
-    "Every pinned event in time order, its statement exactly as logged: characters that do not print",
-    "(or that the report's font cannot draw) are shown as \\xNN or \\u{NNNN} on a dark mark. Destructive",
-    "statements are marked red on the left; an event that differs from what was pinned, or is gone from",
-    "the store, says so in red.",
+    "Every pinned event in time order, its statement exactly as logged: characters that do not print (or "
+    "that the report's font cannot draw) are shown as \\xNN or \\u{NNNN} on a dark mark. Destructive "
+    "statements are marked red on the left; an event that differs from what was pinned, or is gone from "
+    "the store, says so in red. The source file, line and byte offset locate each record in the original "
+    "log; the record hash covers its server, time, position and raw bytes."
 )
 
 
