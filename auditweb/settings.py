@@ -7,6 +7,7 @@ ImproperlyConfigured on a bad value. `.env.example` lists them all.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -83,6 +84,7 @@ INSTALLED_APPS = [
     "django_filters",
     "django_htmx",
     "template_partials",
+    "axes",
     "ingest",
     "investigations",
 ]
@@ -99,6 +101,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "investigations.middleware.ContentSecurityPolicyMiddleware",
     "investigations.middleware.TimezoneMiddleware",
+    # Last, as django-axes asks: it turns a refused (locked-out) login into its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "auditweb.urls"
@@ -126,6 +130,24 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 12}},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# Behind a reverse proxy: take the client's address from the last X-Forwarded-For entry (the
+# one the proxy added) for the audit trail and login throttling. Only when a proxy sets it.
+TRUST_X_FORWARDED_FOR = env_bool("TRUST_X_FORWARDED_FOR", False)
+# Failed logins are throttled by django-axes: after LOGIN_FAILURE_LIMIT wrong passwords for one
+# name from one address, that name is refused from there (even with the right password) for
+# LOGIN_LOCKOUT_MINUTES. Other addresses, and other names, are not affected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "investigations.audit.client_ip"
+AXES_DISABLE_ACCESS_LOG = True  # successful logins are in AuditWeb's own audit trail
+AXES_VERBOSE = False  # its log lines (one per login) say nothing the audit trail does not
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from ingest.alerts import BadCursor as BadAlertCursor
 from ingest.alerts import alerts_after
 from ingest.models import Event
+from investigations import audit
 from investigations.query import BadCursor, EventFilter, filter_events, keyset_page
 from investigations.roles import Role, role_permission
 from investigations.serializers import (
@@ -135,6 +136,8 @@ def event_list(request: Request) -> Response:
         )
     except BadCursor as e:
         raise ValidationError({"cursor": str(e)}) from None
+    filters = audit.filters_of(request.query_params)
+    audit.record(request, audit.Action.SEARCH, where="api", filters=filters, shown=len(page.items))
     next_url = None
     if page.next_cursor:
         params = request.query_params.copy()
@@ -246,6 +249,7 @@ def event_export(request: Request) -> StreamingHttpResponse:
     schema = request.query_params.get("schema", "auditweb")
     if schema not in ("auditweb", "ecs"):
         raise ValidationError({"schema": "`auditweb` or `ecs`."})
+    audit.record(request, audit.Action.EXPORT, filters=audit.filters_of(request.query_params), schema=schema)
     events = flt.qs.select_related("session", "source_file")
     events = events.order_by(F("occurred_at").asc(nulls_last=True), "id")  # time unknown: last
 

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ingest.models import Event, Session
+from investigations import audit
 from investigations.api import (
     CURSOR_PARAMETER,
     PAGE_SIZE_PARAMETER,
@@ -124,6 +125,7 @@ def _context_size(params: QueryDict) -> int:
 @permission_classes([role_permission(Role.VIEWER)])
 def event_detail(request: Request, event_id: int) -> Response:
     event = get_object_or_404(Event.objects.select_related("session", "source_file"), pk=event_id)
+    audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
     before, after = session_context(event, _context_size(request.query_params))
     context = {"session": event.session, "before": before, "after": after}
     return Response(EventDetailSerializer(event, context={"session_context": context}).data)
@@ -178,6 +180,7 @@ def session_list(request: Request) -> Response:
 @permission_classes([role_permission(Role.VIEWER)])
 def session_detail(request: Request, session_id: int) -> Response:
     session = get_object_or_404(Session, pk=session_id)
+    audit.record(request, audit.Action.SESSION_VIEW, session=session.pk, server=session.server)
     events = filter_events({}, Event.objects.filter(session_id=session.pk)).qs
     try:
         page = oldest_first_page(

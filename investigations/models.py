@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -29,6 +30,9 @@ class ApiToken(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # A read-only SIEM token reaches only events and alerts, whatever its user's role
+    # (investigations.roles.SIEM_VIEWS, enforced by every API view's role permission).
+    siem = models.BooleanField(default=False, help_text="Read-only: events and alerts only")
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.user})"
@@ -39,13 +43,29 @@ class ApiToken(models.Model):
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
 
-def api_token_create(*, user: models.Model, name: str = "default") -> tuple[ApiToken, str]:
+def api_token_create(
+    *, user: models.Model, name: str = "default", expires_at: datetime | None = None, siem: bool = False
+) -> tuple[ApiToken, str]:
     """Make a token for `user`; returns it with the key, which is not stored anywhere."""
     key = secrets.token_urlsafe(32)
     token = ApiToken.objects.create(
-        user=user, name=name, prefix=key[:TOKEN_PREFIX_LEN], key_hash=hash_token(key)
+        user=user,
+        name=name,
+        prefix=key[:TOKEN_PREFIX_LEN],
+        key_hash=hash_token(key),
+        expires_at=expires_at,
+        siem=siem,
     )
     return token, key
+
+
+def api_token_revoke(token: ApiToken) -> bool:
+    """Revoke it now; False when it was revoked already (the first revocation's time stays)."""
+    now = timezone.now()
+    revoked = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=now)
+    if revoked:
+        token.revoked_at = now
+    return bool(revoked)
 
 
 class TableSeen(models.Model):
@@ -213,3 +233,6 @@ class Report(models.Model):
     def path(self) -> Path | None:
         """The report file on disk, once written."""
         return Path(settings.REPORT_DIR) / self.file_name if self.file_name else None
+
+
+from investigations.audit import AuditRecord  # noqa: E402, F401  (AuditWeb's own audit trail)

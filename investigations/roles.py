@@ -86,6 +86,20 @@ def role_required(role: Role) -> Callable[[Callable[..., HttpResponse]], Callabl
     return decorate
 
 
+# What a read-only SIEM token (ApiToken.siem) may reach, by URL name: events and alerts, nothing
+# else, whatever its user's role. Every API view's role permission asks, so it holds everywhere.
+SIEM_VIEWS = frozenset({"api-events", "api-events-export", "api-alerts"})
+SIEM_REFUSED = "A read-only SIEM token reaches only events (list and export) and alerts."
+
+
+def siem_token_allows(request: Any) -> bool:
+    """False when the request came with a SIEM token and asks for anything but reading events or alerts."""
+    if not getattr(getattr(request, "auth", None), "siem", False):
+        return True
+    match = getattr(request, "resolver_match", None)
+    return request.method in SAFE_METHODS and match is not None and match.url_name in SIEM_VIEWS
+
+
 def role_permission(role: Role, *, write: Role | None = None) -> type[BasePermission]:
     """For an API view: `permission_classes=[role_permission(Role.INVESTIGATOR)]`.
     Anonymous requests get 401 (DRF asks for credentials), logins without the role 403.
@@ -101,6 +115,9 @@ def role_permission(role: Role, *, write: Role | None = None) -> type[BasePermis
             needed = role if request.method in SAFE_METHODS else write_role
             if not has_role(request.user, needed):
                 self.message = f"This needs the {needed.group_name} role."
+                return False
+            if not siem_token_allows(request):
+                self.message = SIEM_REFUSED
                 return False
             return True
 

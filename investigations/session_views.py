@@ -8,6 +8,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from ingest.models import Event, Session
+from investigations import audit
 from investigations.query import (
     TRANSACTION_ENDS,
     TRANSACTION_STARTS,
@@ -77,6 +78,7 @@ def _mark_transactions(events: list[Event], open_before: bool) -> None:
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     """Every statement of one connection in log order, its transactions bracketed."""
     session = _get_session(request, session_id)
+    audit.record(request, audit.Action.SESSION_VIEW, session=session.pk, server=session.server)
     events = filter_events({}, Event.objects.filter(session_id=session.pk)).qs.defer("raw", "fingerprint")
     try:
         page = oldest_first_page(events, request.GET.get("cursor"), STATEMENTS_PAGE)

@@ -13,6 +13,7 @@ from ingest.models import Chunk, IngestRun, Source
 from ingest.pipeline import source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
+from investigations import audit
 from investigations.roles import Role, role_required
 from investigations.upload_forms import UploadForm
 
@@ -42,7 +43,10 @@ def source_edit(request: HttpRequest, source_id: int | None = None) -> HttpRespo
     source = _get_source(request, source_id) if source_id else None
     form = SourceForm(request.POST or None, instance=source)
     if request.method == "POST" and form.is_valid():
+        changed = form.changed_data
         source = form.save()
+        action = audit.Action.SOURCE_EDIT if source_id else audit.Action.SOURCE_CREATE
+        audit.record(request, action, source=source.pk, name=source.name, changed=changed)
         return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
     return render(request, "investigations/source_form.html", {"form": form, "source": source})
 
@@ -71,7 +75,8 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
 @role_required(Role.ADMIN)
 def source_ingest(request: HttpRequest, source_id: int) -> HttpResponse:
     source = _get_source(request, source_id)
-    source_ingest_now(source, _queue)
+    run = source_ingest_now(source, _queue)
+    audit.record(request, audit.Action.SOURCE_INGEST, source=source.pk, name=source.name, run=run.pk)
     return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
 
 
@@ -102,6 +107,14 @@ def upload(request: HttpRequest) -> HttpResponse:
             timezone=form.cleaned_data["timezone"],
             fmt=form.cleaned_data["format"],
             queue=_queue,
+        )
+        stored = source.files.first()
+        audit.record(
+            request,
+            audit.Action.UPLOAD,
+            source=source.pk,
+            file=form.cleaned_data["file"].name,
+            sha256=stored.sha256 if stored else None,
         )
         return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
     return render(request, "investigations/upload.html", {"form": form})

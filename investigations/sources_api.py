@@ -15,6 +15,7 @@ from ingest.models import IngestRun, Source
 from ingest.pipeline import redact_dsn, source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
+from investigations import audit
 from investigations.roles import Role, role_permission
 
 
@@ -98,6 +99,7 @@ def source_list(request: Request) -> Response:
         if not form.is_valid():
             raise _form_errors(form)
         source = form.save()
+        audit.record(request, audit.Action.SOURCE_CREATE, source=source.pk, name=source.name)
         return Response(SourceSerializer(source).data, status=status.HTTP_201_CREATED)
     return Response(SourceSerializer(Source.objects.order_by("name"), many=True).data)
 
@@ -120,7 +122,9 @@ def source_detail(request: Request, source_id: int) -> Response:
         form = SourceForm(data, instance=source)
         if not form.is_valid():
             raise _form_errors(form)
+        changed = form.changed_data
         source = form.save()
+        audit.record(request, audit.Action.SOURCE_EDIT, source=source.pk, name=source.name, changed=changed)
     return Response(SourceSerializer(source).data)
 
 
@@ -136,6 +140,7 @@ def source_detail(request: Request, source_id: int) -> Response:
 def source_ingest(request: Request, source_id: int) -> Response:
     source = get_object_or_404(Source, pk=source_id)
     run = source_ingest_now(source, lambda s, r: ingest_source_task.delay(s, r))
+    audit.record(request, audit.Action.SOURCE_INGEST, source=source.pk, name=source.name, run=run.pk)
     return Response(IngestRunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -2,7 +2,15 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from investigations import case_views, session_views, source_views, table_views, views
+from investigations import (
+    audit_views,
+    case_views,
+    session_views,
+    source_views,
+    table_views,
+    token_views,
+    views,
+)
 
 
 class TableNameConverter:
@@ -51,4 +59,8 @@ urlpatterns = [
     path("cases/<int:case_id>/evidence/<int:event_id>/unpin/", case_views.case_unpin, name="case-unpin"),
     path("cases/<int:case_id>/reports/", case_views.case_report, name="case-report"),
     path("cases/reports/<int:report_id>/download/", case_views.report_download, name="report-download"),
+    path("tokens/", token_views.token_list, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token-revoke"),
+    path("audit/", audit_views.audit_list, name="audit"),
+    path("audit/export.csv", audit_views.audit_export, name="audit-export"),
 ]

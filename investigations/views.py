@@ -15,6 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from ingest.models import Event, IngestRun, Source
 from ingest.sources import source_health
+from investigations import audit
 from investigations.charts import bucket_rows, chart_data
 from investigations.middleware import TZ_COOKIE, zone_named
 from investigations.query import (
@@ -219,6 +220,16 @@ def event_list(request: HttpRequest) -> HttpResponse:
     flt = filter_events(params)
     found = _explore(flt, params)
     page = found.get("page")
+    audit.record(
+        request,
+        audit.Action.SEARCH,
+        where="explorer",
+        filters=audit.filters_of(params),
+        shown=len(page.items) if page else 0,  # type: ignore[attr-defined]
+        count=found.get("count"),
+        count_more=found.get("count_more", False),
+        older_page=bool(params.get("cursor")),
+    )
     next_query = None
     if page and page.next_cursor:  # type: ignore[attr-defined]
         next_params = params.copy()
@@ -263,5 +274,6 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
         Event.objects.select_related("session", "source_file", "ingest_run"), pk=event_id
     )
     before, after = session_context(event, SESSION_CONTEXT)
+    audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
     context = {"event": event, "before": before, "after": after, "context_size": SESSION_CONTEXT}
     return render(request, "investigations/event_detail.html", context)

@@ -27,7 +27,7 @@ from ingest.models import Event, IngestRun
 from investigations.cases import case_create, evidence_pin, saved_filter_add
 from investigations.models import Case, api_token_create
 from investigations.reports.generate import report_request
-from investigations.roles import Role, set_role
+from investigations.roles import SIEM_REFUSED, SIEM_VIEWS, Role, set_role
 from tests.investigations.logs import genlog
 
 pytestmark = pytest.mark.django_db
@@ -42,17 +42,19 @@ NO_ROLE = {
 # The Django admin keeps its own rule (is_staff / superuser); tested below on its index.
 ADMIN_NAMESPACE = "admin"
 
-# Where a URL names an object: how the test makes a real one (`world` is the World below).
-# A new kind of id in a URL needs a line here.
-OBJECTS: dict[str, Callable[[World], object]] = {
-    "event_id": lambda w: w.event.pk,
-    "session_id": lambda w: w.event.session_id,
-    "source_id": lambda w: w.run.source_id,
-    "run_id": lambda w: w.run.pk,
-    "name": lambda w: "shop.orders",  # a table
-    "case_id": lambda w: w.case.pk,
-    "filter_id": lambda w: w.case.saved_filters.get().pk,
-    "report_id": lambda w: w.case.reports.get().pk,
+# Where a URL names an object: how the test makes a real one, from the world (below) and the
+# user asking (None: anonymous). A new kind of id in a URL needs a line here.
+OBJECTS: dict[str, Callable[[World, Any], object]] = {
+    "event_id": lambda w, user: w.event.pk,
+    "session_id": lambda w, user: w.event.session_id,
+    "source_id": lambda w, user: w.run.source_id,
+    "run_id": lambda w, user: w.run.pk,
+    "name": lambda w, user: "shop.orders",  # a table
+    # One's own token (a fresh one each time: revoking is done once).
+    "token_id": lambda w, user: api_token_create(user=user or w.owner)[0].pk,
+    "case_id": lambda w, user: w.case.pk,
+    "filter_id": lambda w, user: w.case.saved_filters.get().pk,
+    "report_id": lambda w, user: w.case.reports.get().pk,
 }
 
 PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
@@ -62,7 +64,15 @@ PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
 class World:
     event: Event
     run: IngestRun
+    owner: Any  # a user owning what an anonymous request names
     case: Case  # with the event pinned, a saved search and a report; every persona investigates it
+
+
+@dataclass
+class Persona:
+    user: Any
+    page: Any  # a logged-in test client
+    api: APIClient  # with a token of the user
 
 
 @dataclass
@@ -143,32 +153,32 @@ def test_every_route_declares_its_role() -> None:
 
 
 @pytest.fixture
-def world(ingest_bytes, persona_clients, django_user_model, settings, tmp_path) -> World:  # type: ignore[no-untyped-def]
+def world(ingest_bytes, personas, django_user_model, settings, tmp_path) -> World:  # type: ignore[no-untyped-def]
     run = ingest_bytes(
         genlog(
             (T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"),
             (T0, 7, "Query", "DELETE FROM orders WHERE id = 1"),
         )
     )
+    owner = django_user_model.objects.create_user("owner")
     event = Event.objects.get(statement_type="DELETE")
     # A case's own investigators change it (investigations.cases.can_change_case): the personas
     # are all on this one, so what the role allows is what is tested here.
     settings.REPORT_DIR = tmp_path / "reports"
-    personas = django_user_model.objects.filter(username__startswith="as-")
-    case = case_create(user=personas.get(username="as-admin"), title="The world's case")
-    case.investigators.add(*personas)
+    case = case_create(user=personas[Role.ADMIN].user, title="The world's case")
+    case.investigators.add(*(p.user for p in personas.values()))
     evidence_pin(case=case, event=event, user=case.created_by)
     saved_filter_add(case=case, user=case.created_by, name="ann", query="user=ann")
     report_request(case=case, fmt="csv", user=case.created_by, queue=lambda report_id: None)
-    return World(event=event, run=run, case=case)
+    return World(event=event, run=run, owner=owner, case=case)
 
 
 @pytest.fixture
-def persona_clients(django_user_model) -> dict[Role | None, tuple[Any, APIClient]]:  # type: ignore[no-untyped-def]
-    """A logged-in page client and a token API client for each persona."""
+def personas(django_user_model) -> dict[Role | None, Persona]:  # type: ignore[no-untyped-def]
+    """A login for each persona, with a page client and a token API client."""
     from django.test import Client
 
-    clients = {}
+    made = {}
     for role in PERSONAS:
         user = django_user_model.objects.create_user(f"as-{role.group_name if role else 'nobody'}")
         set_role(user, role)
@@ -176,18 +186,18 @@ def persona_clients(django_user_model) -> dict[Role | None, tuple[Any, APIClient
         page.force_login(user)
         api = APIClient()
         api.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=user)[1]}")
-        clients[role] = (page, api)
-    return clients
+        made[role] = Persona(user, page, api)
+    return made
 
 
-def url_of(route: Route, world: World) -> str:
+def url_of(route: Route, world: World, user: Any = None) -> str:
     kwargs = {}
     for name in route.kwargs:
         assert name in OBJECTS, (
             f"{route.pattern!r} takes <{name}>: add to OBJECTS in {__name__.replace('.', '/')}.py how "
             "to make a real object for it (e.g. a case of the world)."
         )
-        kwargs[name] = OBJECTS[name](world)
+        kwargs[name] = OBJECTS[name](world, user)
     return reverse(route.name, kwargs=kwargs)
 
 
@@ -196,41 +206,61 @@ def _send(client: Any, method: str, url: str) -> Any:
     return getattr(client, method.lower())(url, **extra)
 
 
-def _page_methods(route: Route, url: str, clients: dict[Role | None, tuple[Any, APIClient]]) -> list[str]:
+def _page_methods(route: Route, world: World, admin: Persona) -> list[str]:
     """The methods a page answers (an admin asks; a page that refuses both is an error)."""
-    admin_page = clients[Role.ADMIN][0]
-    methods = [m for m in ("GET", "POST") if _send(admin_page, m, url).status_code != 405]
-    assert methods, f"{route.pattern}: neither GET nor POST answered"
-    return methods
+    answered = [
+        m
+        for m in ("GET", "POST")
+        if _send(admin.page, m, url_of(route, world, admin.user)).status_code != 405
+    ]
+    assert answered, f"{route.pattern}: neither GET nor POST answered"
+    return answered
 
 
 ROUTES_WITH_A_ROLE = [r for r in ROUTES if r.name not in NO_ROLE]
+API_ROUTES = [r for r in ROUTES_WITH_A_ROLE if r.api_view is not None]
 
 
 @pytest.mark.parametrize("route", ROUTES_WITH_A_ROLE, ids=[r.name or r.pattern for r in ROUTES_WITH_A_ROLE])
-def test_each_role_gets_exactly_what_it_should(route: Route, world: World, persona_clients, client) -> None:  # type: ignore[no-untyped-def]
+def test_each_role_gets_exactly_what_it_should(route: Route, world: World, personas, client) -> None:  # type: ignore[no-untyped-def]
     roles = declared_roles(route)
     assert roles is not None, how_to_declare(route)
-    url = url_of(route, world)
     is_api = route.api_view is not None
-    methods = list(roles) if is_api else _page_methods(route, url, persona_clients)
+    methods = list(roles) if is_api else _page_methods(route, world, personas[Role.ADMIN])
     for method in methods:
         needed = roles[method]
+        url = url_of(route, world)
         anonymous = _send(APIClient() if is_api else client, method, url)
         if is_api:
             assert anonymous.status_code == 401, (method, url, anonymous.status_code)
         else:
             assert anonymous.status_code == 302, (method, url, anonymous.status_code)
             assert anonymous["Location"].startswith(reverse("login") + "?next="), anonymous["Location"]
-        for persona in PERSONAS:
-            response = _send(persona_clients[persona][1 if is_api else 0], method, url)
-            who = persona.group_name if persona else "a login in no role"
+        for role, persona in personas.items():
+            url = url_of(route, world, persona.user)
+            response = _send(persona.api if is_api else persona.page, method, url)
+            who = role.group_name if role else "a login in no role"
             said = (method, url, who, response.status_code)
-            if persona is None or persona < needed:
+            if role is None or role < needed:
                 assert response.status_code == 403, said
             else:
                 assert response.status_code not in (401, 403, 404, 405) and response.status_code < 500, said
                 assert not response.get("Location", "").startswith(reverse("login")), said
+
+
+@pytest.mark.parametrize("route", API_ROUTES, ids=[r.name for r in API_ROUTES])
+def test_a_siem_token_reaches_events_and_alerts_only(route: Route, world: World, personas) -> None:  # type: ignore[no-untyped-def]
+    """Even an admin's SIEM token: reading events and alerts, and nothing else, with any method."""
+    admin = personas[Role.ADMIN].user
+    siem = APIClient()
+    siem.credentials(HTTP_AUTHORIZATION=f"Token {api_token_create(user=admin, siem=True)[1]}")
+    for method in declared_roles(route) or {}:
+        response = _send(siem, method, url_of(route, world, admin))
+        if route.name in SIEM_VIEWS and method == "GET":
+            assert response.status_code == 200, (method, route.pattern, response.status_code)
+        else:
+            assert response.status_code == 403, (method, route.pattern, response.status_code)
+            assert response.data["detail"] == SIEM_REFUSED
 
 
 def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
@@ -242,17 +272,20 @@ def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
     assert by_name["api-sources"] == {"GET": Role.VIEWER, "POST": Role.ADMIN}
     assert by_name["api-source"] == {"GET": Role.VIEWER, "PATCH": Role.ADMIN}
     for name in ("dashboard", "events", "event-detail", "sessions", "session-detail", "tables", "sources",
-                 "api-events", "api-events-export", "api-alerts", "schema"):  # fmt: skip
+                 "api-events", "api-events-export", "api-alerts", "schema", "tokens",
+                 "token-revoke"):  # fmt: skip
         assert set(by_name[name].values()) == {Role.VIEWER}, name
+    assert {"audit", "audit-export"} <= admin_only
+    assert {"api-events", "api-events-export", "api-alerts"} == SIEM_VIEWS
     case_routes = [name for name in by_name if name.startswith(("case", "report")) or name == "pin"]
     assert len(case_routes) >= 12
     for name in case_routes:  # cases, pins, notes and reports are the investigators'
         assert set(by_name[name].values()) == {Role.INVESTIGATOR}, name
 
 
-def test_the_login_page_is_open_and_the_django_admin_is_for_staff(client, persona_clients) -> None:  # type: ignore[no-untyped-def]
+def test_the_login_page_is_open_and_the_django_admin_is_for_staff(client, personas) -> None:  # type: ignore[no-untyped-def]
     assert client.get(reverse("login")).status_code == 200
     assert client.get("/admin/").status_code == 302
     for role in (Role.VIEWER, Role.INVESTIGATOR):
-        response = persona_clients[role][0].get("/admin/")
+        response = personas[role].page.get("/admin/")
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
