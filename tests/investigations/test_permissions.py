@@ -53,7 +53,8 @@ OBJECTS: dict[str, Callable[[World, Any], object]] = {
     # One's own token (a fresh one each time: revoking is done once).
     "token_id": lambda w, user: api_token_create(user=user or w.owner)[0].pk,
     "case_id": lambda w, user: w.case.pk,
-    "filter_id": lambda w, user: w.case.saved_filters.get().pk,
+    # A fresh saved search each time: removing one is done once.
+    "filter_id": lambda w, user: saved_filter_add(case=w.case, user=w.owner, name="ann", query="user=ann").pk,
     "report_id": lambda w, user: w.case.reports.get().pk,
 }
 
