@@ -24,7 +24,9 @@ from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.styles import ParagraphStyle
 from reportlab.lib.units import mm
+from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfdoc import PDFArray, PDFDictionary, PDFName, PDFStream
+from reportlab.pdfbase.pdfmetrics import stringWidth
 from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import (
     BaseDocTemplate,
@@ -42,10 +44,10 @@ from reportlab.platypus import (
 
 from investigations.models import Case, Report
 from investigations.reports import content
-from investigations.reports.text import pdf_markup
+from investigations.reports.text import pdf_markup, printable_latin1, wrap_mono
 
 SQL_SHOWN_MAX = 20_000  # characters of one statement printed; the rest is named, and is in the JSON report
-ROWS_PER_TABLE = 25  # evidence rows per table flowable (each splits across pages with its header)
+SPLIT_ROW_AT = 3_000  # characters of a statement from which its row may be split across pages
 LOOKAHEAD = 4  # flowables made ahead of the one being laid out
 
 INK = colors.HexColor("#1d232a")
@@ -55,6 +57,7 @@ RULE = colors.HexColor("#c9d1da")
 SHADE = colors.HexColor("#f2f5f8")
 DANGER = colors.HexColor("#b42318")
 DANGER_BG = colors.HexColor("#fdecea")
+SQL_BACK = colors.HexColor("#f4f6f8")
 OTHER_BAR = colors.HexColor("#7d8fa3")
 
 PAGE_W, PAGE_H = A4
@@ -145,6 +148,100 @@ class LazyFlowables:
 
     def insert(self, index: int, value: Flowable) -> None:
         self._ahead.insert(index, value)
+
+
+class MonoBlock(Flowable):
+    """Monospaced text (a statement, a file path and hashes) wrapped at a fixed number of
+    characters and drawn line by line: no markup to parse and no widths to measure, which is
+    most of the time a Paragraph takes. It splits between lines, so a very long statement
+    runs over several pages."""
+
+    def __init__(self, text: str | list[str], *, size: float, leading: float, color: Any = INK,
+                 back: Any = None, space: tuple[float, float] = (0, 0)) -> None:  # fmt: skip
+        super().__init__()
+        self.text = text if isinstance(text, str) else None
+        self.lines: list[str] = [] if isinstance(text, str) else text
+        self.size, self.leading, self.color, self.back = size, leading, color, back
+        self.spaceBefore, self.spaceAfter = space
+        self.pad = 2 if back is not None else 0
+        self._wrapped_at = -1.0
+
+    def _columns(self, width: float) -> int:
+        return max(8, int((width - 2 * self.pad) / (0.6 * self.size)))  # Courier: 600/1000 em a glyph
+
+    def wrap(self, avail_width: float, avail_height: float) -> tuple[float, float]:
+        if self.text is not None and avail_width != self._wrapped_at:
+            self.lines = wrap_mono(self.text, self._columns(avail_width))
+            self._wrapped_at = avail_width
+        self.width = avail_width
+        self.height = len(self.lines) * self.leading + 2 * self.pad
+        return self.width, self.height
+
+    def split(self, avail_width: float, avail_height: float) -> list[Flowable]:
+        self.wrap(avail_width, avail_height)
+        fits = int((avail_height - 2 * self.pad) // self.leading)
+        if fits <= 0 or fits >= len(self.lines):
+            return []
+        kw = {"size": self.size, "leading": self.leading, "color": self.color, "back": self.back}
+        return [MonoBlock(self.lines[:fits], **kw), MonoBlock(self.lines[fits:], **kw)]
+
+    def draw(self) -> None:
+        canv = self.canv
+        if self.back is not None:
+            canv.setFillColor(self.back)
+            canv.rect(0, 0, self.width, self.height, stroke=0, fill=1)
+        text = canv.beginText(self.pad, self.height - self.pad - self.size * 0.8)
+        text.setFont("Courier", self.size, self.leading)
+        text.setFillColor(self.color)
+        for line in self.lines:
+            text.textLine(line)
+        canv.drawText(text)
+
+
+class TextLines(Flowable):
+    """A few short lines of plain text, each in its own font, wrapped to the width by measuring
+    words (reportlab's C accelerated widths): the evidence table's time, account and session
+    without the markup parser a Paragraph needs. The text is drawn as it is, made printable."""
+
+    def __init__(self, lines: list[tuple[str, str, float, Any]]) -> None:
+        super().__init__()
+        self.source = [(printable_latin1(text), font, size, color) for text, font, size, color in lines]
+        self.lines: list[tuple[str, str, float, Any]] = []
+
+    def wrap(self, avail_width: float, avail_height: float) -> tuple[float, float]:
+        self.lines = [
+            (part, font, size, color)
+            for text, font, size, color in self.source
+            for part in _fit(text, font, size, avail_width)
+        ]
+        self.width = avail_width
+        self.height = sum(size * 1.25 for _, _, size, _ in self.lines)
+        return self.width, self.height
+
+    def draw(self) -> None:
+        y = self.height
+        for text, font, size, color in self.lines:
+            y -= size * 1.25
+            self.canv.setFont(font, size)
+            self.canv.setFillColor(color)
+            self.canv.drawString(0, y + size * 0.25, text)
+
+
+def _fit(text: str, font: str, size: float, width: float) -> list[str]:
+    """Lines of `text` no wider than `width`: broken at spaces, and a word wider than the line
+    (a long host name, a session key) broken where it reaches the edge."""
+    lines: list[str] = []
+    for line in simpleSplit(text, font, size, width) or [""]:
+        while stringWidth(line, font, size) > width and len(line) > 1:
+            cut = len(line) - 1
+            while cut > 1 and stringWidth(line[:cut], font, size) > width:
+                cut = (
+                    max(1, cut * 3 // 4) if stringWidth(line[: cut * 3 // 4], font, size) > width else cut - 1
+                )
+            lines.append(line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    return lines
 
 
 class CompactCanvas(Canvas):
@@ -478,7 +575,7 @@ EVIDENCE_HEAD_H = 15  # points: the column heads drawn on each evidence page
 EVIDENCE_INTRO_H = 70  # points: the section's title and introduction on its first page
 EVIDENCE_INTRO = (
     "Every pinned event in time order, its statement exactly as logged: characters that do not print (or "
-    "that the report's font cannot draw) are shown as \\xNN or \\u{NNNN} on a dark mark. Destructive "
+    "that the report's font cannot draw) are written as \\xNN or \\u{NNNN}. Destructive "
     "statements are marked red on the left; an event that differs from what was pinned, or is gone from "
     "the store, says so in red. The source file, line and byte offset locate each record in the original "
     "log; the record hash covers its server, time, position and raw bytes."
@@ -506,40 +603,44 @@ def evidence_cells(item: content.Item) -> list[Any]:
             ),
             *note,
         ]
-        return [_p(str(item.number), "num"), _p(esc(utc(pin.event_occurred_at).removesuffix(" UTC"))), what]
+        return [str(item.number), _p(esc(utc(pin.event_occurred_at).removesuffix(" UTC"))), what]
     who = f"{e.user}@{e.host if e.host is not None else '?'}" if e.user is not None else "unknown account"
-    left = [
-        _p(
-            f"<b>{esc(utc(e.occurred_at).removesuffix(' UTC'))}</b><br/>{esc(who)}"
-            + (f" ({esc(e.ip)})" if e.ip and e.ip != e.host else "")
-            + (f"<br/><font color='#5b6672'>database</font> {esc(e.database)}" if e.database else "")
-        ),
-        _p(f"session {esc(e.session.key)}", "prov"),
-    ]
-    kind = esc(e.statement_type or e.command)
-    head = f"<b>{kind}</b>"
+    if e.ip and e.ip != e.host:
+        who += f" ({e.ip})"
+    left = TextLines(
+        [
+            (utc(e.occurred_at).removesuffix(" UTC"), "Helvetica-Bold", 8, INK),
+            (who, "Helvetica", 8, INK),
+            *([(f"database {e.database}", "Helvetica", 8, MUTED)] if e.database else []),
+            (f"session {e.session.key}", "Courier", 6.2, MUTED),
+        ]
+    )
+    head = e.statement_type or e.command
     if e.destructive:
-        head = f"<font color='#b42318'><b>{kind} · destructive</b></font>"
-    if e.flags:
-        head += " · " + esc(", ".join(e.flags))
-    if e.rows_affected is not None:
-        head += f" · {e.rows_affected:,} rows"
-    if e.status not in (None, "ok"):
-        head += f" · error {esc(e.status)}"
+        head += " · destructive"
+    for extra in (", ".join(e.flags), f"{e.rows_affected:,} rows" if e.rows_affected is not None else "",
+                  f"error {e.status}" if e.status not in (None, "ok") else ""):  # fmt: skip
+        if extra:
+            head += " · " + extra
+    head_line = TextLines([(head, "Helvetica-Bold", 8, DANGER if e.destructive else INK)])
     sql = e.sql
     cut = ""
     if len(sql) > SQL_SHOWN_MAX:
         cut = (
-            f"<br/>… {len(sql) - SQL_SHOWN_MAX:,} more characters (the whole statement is in the JSON "
+            f"\n… {len(sql) - SQL_SHOWN_MAX:,} more characters (the whole statement is in the JSON "
             "report and on the event's page)"
         )
         sql = sql[:SQL_SHOWN_MAX]
     prov = (
-        f"{esc(e.source_file.path)} line {e.line}, offset {e.byte_offset}<br/>"
-        f"file SHA-256 {esc(e.source_file.sha256 or '(file still being read)')}<br/>"
+        f"{e.source_file.path} line {e.line}, offset {e.byte_offset}\n"
+        f"file SHA-256 {e.source_file.sha256 or '(file still being read)'}\n"
         f"event {e.id} · record hash {bytes(e.record_hash).hex()}"
     )
-    right: list[Flowable] = [_p(head), _p(esc(sql) + cut, "sql"), _p(prov, "prov")]
+    right: list[Flowable] = [
+        head_line,
+        MonoBlock(printable_latin1(sql) + cut, size=7.5, leading=9.2, back=SQL_BACK, space=(2, 3)),
+        MonoBlock(printable_latin1(prov), size=6.6, leading=8.3, color=MUTED),
+    ]
     if item.integrity != content.AS_PINNED:
         right.append(
             _p(
@@ -548,33 +649,27 @@ def evidence_cells(item: content.Item) -> list[Any]:
                 "warn",
             )
         )
-    return [_p(str(item.number), "num"), left, [*right, *note]]
+    return [str(item.number), left, [*right, *note]]
 
 
 def evidence_tables(
     case: Case, progress: Callable[[int], None], integrity: dict[str, int]
 ) -> Iterator[Flowable]:
-    """The evidence table, ROWS_PER_TABLE rows per Table (header repeated on each page)."""
-    rows: list[list[Any]] = []
-    destructive_rows: list[int] = []
+    """The evidence table, one Table flowable per event (the page template draws the column
+    heads): a row that does not fit goes whole to the next page, measured once more there, where
+    rows of a shared table would all be measured again at each page break. Only a row too tall
+    for any page (a very long statement) is split inside."""
     for item in content.evidence_items(case):
         integrity[item.integrity] = integrity.get(item.integrity, 0) + 1
-        rows.append(evidence_cells(item))
+        long = item.event is not None and len(item.event.sql) > SPLIT_ROW_AT
+        table = _table([evidence_cells(item)], EVIDENCE_WIDTHS, header=False, splitInRow=1 if long else 0)
+        style = [("BACKGROUND", (0, 0), (0, 0), SHADE), ("ALIGN", (0, 0), (0, 0), "RIGHT"),
+                 ("FONT", (0, 0), (0, 0), "Helvetica", 8)]  # fmt: skip
         if item.event is not None and item.event.destructive:
-            destructive_rows.append(len(rows) - 1)
+            style.append(("LINEBEFORE", (0, 0), (0, 0), 2.5, DANGER))
+        table.setStyle(TableStyle(style))
         progress(item.number)
-        if len(rows) == ROWS_PER_TABLE:
-            yield _evidence_table(rows, destructive_rows)
-            rows, destructive_rows = [], []
-    if rows:
-        yield _evidence_table(rows, destructive_rows)
-
-
-def _evidence_table(rows: list[list[Any]], destructive_rows: list[int]) -> Table:
-    table = _table(rows, EVIDENCE_WIDTHS, header=False, splitInRow=1)
-    marks = [("LINEBEFORE", (0, r), (0, r), 2.5, DANGER) for r in destructive_rows]
-    table.setStyle(TableStyle([*marks, ("BACKGROUND", (0, 0), (0, -1), SHADE)]))
-    return table
+        yield table
 
 
 # -- the appendix ---------------------------------------------------------------------------

@@ -70,3 +70,26 @@ def _shown_escaped(line: str, latin1_only: bool) -> list[re.Match[str]]:
 def _spaces(text: str) -> str:
     """Keep indentation and runs of spaces (Paragraph collapses them) while letting lines wrap."""
     return text.replace("  ", " &nbsp;")
+
+
+def printable_latin1(text: str) -> str:
+    """Text for the standard PDF fonts drawn as is: non-printing characters, and characters those
+    fonts cannot draw (outside Latin-1), written as \\xNN or \\u{NNNN}."""
+    return _NOT_DRAWABLE.sub(_escape_char, text)
+
+
+_NOT_DRAWABLE = re.compile(_INVISIBLE.pattern[:-1] + "\u0100-\U0010ffff]")
+
+
+def wrap_mono(text: str, width: int) -> list[str]:
+    """Lines of at most `width` characters (a monospaced font): a line is broken after its last
+    space when there is one in its second half, else at `width`; line breaks are kept."""
+    lines: list[str] = []
+    for line in text.split("\n"):
+        while len(line) > width:
+            cut = line.rfind(" ", width // 2, width + 1)
+            cut = cut + 1 if cut > 0 else width
+            lines.append(line[:cut].rstrip(" ") or line[:cut])
+            line = line[cut:]
+        lines.append(line)
+    return lines
