@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ingest.models import Event
+from investigations import audit
 from investigations.cases import (
     AlreadyPinned,
     CaseClosed,
@@ -57,9 +58,19 @@ class CaseSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     class Meta:
         model = Case
         fields = [
-            "id", "title", "description", "status", "investigators", "created_by", "created_at",
-            "updated_at", "closed_at", "window_start", "window_end", "evidence_count",
-        ]  # fmt: skip
+            "id",
+            "title",
+            "description",
+            "status",
+            "investigators",
+            "created_by",
+            "created_at",
+            "updated_at",
+            "closed_at",
+            "window_start",
+            "window_end",
+            "evidence_count",
+        ]
         read_only_fields = fields
 
     def get_evidence_count(self, case: Case) -> int:
@@ -134,9 +145,20 @@ class ReportSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     class Meta:
         model = Report
         fields = [
-            "id", "case", "format", "status", "progress", "total", "sha256", "size", "generated_by",
-            "requested_at", "generated_at", "error", "download",
-        ]  # fmt: skip
+            "id",
+            "case",
+            "format",
+            "status",
+            "progress",
+            "total",
+            "sha256",
+            "size",
+            "generated_by",
+            "requested_at",
+            "generated_at",
+            "error",
+            "download",
+        ]
         read_only_fields = fields
 
     def get_download(self, report: Report) -> str | None:
@@ -212,6 +234,7 @@ def case_list(request: Request) -> Response:
         data = _valid(CaseInputSerializer(data=request.data))
         data.pop("status", None)
         case = case_create(user=request.user, **data)
+        audit.record(request, audit.Action.CASE_CREATE, case=case.pk, title=case.title)
         return Response(CaseSerializer(case).data, status=status.HTTP_201_CREATED)
     cases = Case.objects.select_related("created_by").prefetch_related("investigators")
     if request.query_params.get("status") in Case.Status.values:
@@ -239,6 +262,8 @@ def case_detail(request: Request, case_id: int) -> Response:
         case.save()
         if new_status and new_status != case.status:
             case_set_status(case=case, status=new_status)
+        changed = [*data, *(["status"] if new_status else [])]
+        audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="edit", changed=changed)
     return Response(CaseSerializer(case).data)
 
 
@@ -270,6 +295,7 @@ def case_evidence(request: Request, case_id: int) -> Response:
             pin = evidence_pin(case=case, event=event, user=request.user, note=data["note"])
         except (AlreadyPinned, CaseClosed) as exc:
             return Response({"detail": _conflict(exc)}, status=status.HTTP_409_CONFLICT)
+        audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="pin", event=event.pk)
         item = content.Item(number=_number_of(pin), pin=pin, event=event)
         return Response(EvidenceSerializer(item).data, status=status.HTTP_201_CREATED)
     paginator = Paginator(content.evidence_pins(case), EVIDENCE_PAGE)
@@ -321,6 +347,7 @@ def case_evidence_remove(request: Request, case_id: int, event_id: int) -> Respo
         evidence_remove(case=case, event_id=event_id)
     except CaseClosed as exc:
         return Response({"detail": _conflict(exc)}, status=status.HTTP_409_CONFLICT)
+    audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="unpin", event=event_id)
     return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -343,6 +370,7 @@ def case_notes(request: Request, case_id: int) -> Response:
             note = note_add(case=case, user=request.user, text=data["text"])
         except CaseClosed as exc:
             return Response({"detail": _conflict(exc)}, status=status.HTTP_409_CONFLICT)
+        audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="note", note=note.pk)
         return Response(NoteSerializer(note).data, status=status.HTTP_201_CREATED)
     return Response(NoteSerializer(content.notes(case), many=True).data)
 
@@ -368,6 +396,15 @@ def case_reports(request: Request, case_id: int) -> Response:
                 case=case, fmt=data["format"], user=request.user, queue=lambda pk: generate_report.delay(pk)
             )
         report.refresh_from_db()
+        audit.record(
+            request,
+            audit.Action.REPORT_CREATE,
+            case=case.pk,
+            report=report.pk,
+            format=report.format,
+            status=report.status,
+            sha256=report.sha256,
+        )
         return Response(
             ReportSerializer(report, context={"request": request}).data, status=status.HTTP_202_ACCEPTED
         )
@@ -407,4 +444,12 @@ def report_download(request: Request, report_id: int) -> FileResponse:
     response = FileResponse(path.open("rb"), as_attachment=True, filename=name)
     response["Content-Type"] = CONTENT_TYPES[report.format]
     response["X-Content-SHA256"] = report.sha256
+    audit.record(
+        request,
+        audit.Action.REPORT_DOWNLOAD,
+        case=report.case_id,
+        report=report.pk,
+        format=report.format,
+        sha256=report.sha256,
+    )
     return response

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from ingest.models import Event
+from investigations import audit
 from investigations.case_forms import (
     CaseEditForm,
     CaseForm,
@@ -83,6 +84,7 @@ def case_new(request: HttpRequest) -> HttpResponse:
     form = CaseForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         case = case_create(user=request.user, **form.cleaned_data)
+        audit.record(request, audit.Action.CASE_CREATE, case=case.pk, title=case.title)
         return HttpResponseRedirect(reverse("case-detail", args=[case.pk]))
     return render(request, "investigations/case_form.html", {"form": form})
 
@@ -131,6 +133,7 @@ def case_edit(request: HttpRequest, case_id: int) -> HttpResponse:
     form = CaseEditForm(request.POST or None, instance=case)
     if request.method == "POST" and form.is_valid():
         form.save()
+        audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="edit", changed=form.changed_data)
         return HttpResponseRedirect(reverse("case-detail", args=[case.pk]))
     return render(request, "investigations/case_form.html", {"form": form, "case": case})
 
@@ -144,6 +147,7 @@ def case_status(request: HttpRequest, case_id: int) -> HttpResponse:
     if status not in Case.Status.values:
         return HttpResponse("status must be open or closed", status=400)
     case_set_status(case=case, status=status)
+    audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what=status)
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]))
 
 
@@ -155,9 +159,10 @@ def case_note(request: HttpRequest, case_id: int) -> HttpResponse:
     if not form.is_valid():
         return HttpResponse("A note needs text.", status=400)
     try:
-        note_add(case=case, user=request.user, text=form.cleaned_data["text"])
+        note = note_add(case=case, user=request.user, text=form.cleaned_data["text"])
     except CaseClosed:
         return HttpResponse("The case is closed: reopen it to write notes.", status=409)
+    audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="note", note=note.pk)
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#notes")
 
 
@@ -169,7 +174,8 @@ def case_filter(request: HttpRequest, case_id: int) -> HttpResponse:
     form = SavedFilterForm(request.POST)
     if not form.is_valid():
         return HttpResponse("A saved search needs a name and the explorer's query.", status=400)
-    saved_filter_add(case=case, user=request.user, **form.cleaned_data)
+    saved = saved_filter_add(case=case, user=request.user, **form.cleaned_data)
+    audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="saved search", query=saved.query)
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#filters")
 
 
@@ -178,6 +184,9 @@ def case_filter(request: HttpRequest, case_id: int) -> HttpResponse:
 def case_filter_remove(request: HttpRequest, case_id: int, filter_id: int) -> HttpResponse:
     case = _get_case(request, case_id, change=True)
     case.saved_filters.filter(pk=filter_id).delete()  # already gone: nothing to do, as asked
+    audit.record(
+        request, audit.Action.CASE_CHANGE, case=case.pk, what="saved search removed", search=filter_id
+    )
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#filters")
 
 
@@ -189,6 +198,7 @@ def case_unpin(request: HttpRequest, case_id: int, event_id: int) -> HttpRespons
         evidence_remove(case=case, event_id=event_id)  # already gone: nothing to do, as asked
     except CaseClosed:
         return HttpResponse("The case is closed: reopen it to change its evidence.", status=409)
+    audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="unpin", event=event_id)
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#evidence")
 
 
@@ -219,7 +229,9 @@ def pin(request: HttpRequest) -> HttpResponse:
             with transaction.atomic():
                 if case is None:
                     case = case_create(user=request.user, title=form.cleaned_data["title"].strip())
+                    audit.record(request, audit.Action.CASE_CREATE, case=case.pk, title=case.title)
                 pinned = evidence_pin(case=case, event=event, user=request.user, note=note)
+                audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="pin", event=event.pk)
         except AlreadyPinned:
             form.add_error("case", "This event is already pinned to that case.")
         except CaseClosed:
@@ -247,7 +259,11 @@ def case_report(request: HttpRequest, case_id: int) -> HttpResponse:
     form = ReportForm(request.POST)
     if not form.is_valid():
         return HttpResponse("format must be pdf, csv or json", status=400)
-    report_request(case=case, fmt=form.cleaned_data["format"], user=request.user, queue=_queue_report)
+    report = report_request(
+        case=case, fmt=form.cleaned_data["format"], user=request.user, queue=_queue_report
+    )
+    audit.record(request, audit.Action.REPORT_CREATE, case=case.pk, report=report.pk, format=report.format,
+                 status=report.status, sha256=report.sha256)  # fmt: skip
     return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#reports")
 
 
@@ -264,6 +280,8 @@ def report_download(request: HttpRequest, report_id: int) -> HttpResponse:
     response["Content-Type"] = CONTENT_TYPES[report.format]
     response["X-Content-SHA256"] = report.sha256
     response["Cache-Control"] = "private, no-store"
+    audit.record(request, audit.Action.REPORT_DOWNLOAD, case=report.case_id, report=report.pk,
+                 format=report.format, sha256=report.sha256)  # fmt: skip
     return response
 
 
@@ -275,8 +293,9 @@ def save_search(request: HttpRequest) -> HttpResponse:
     form = SaveSearchForm(request.POST or None, cases=cases, initial={"query": request.GET.get("query", "")})
     if request.method == "POST" and form.is_valid():
         case = form.chosen_case()
-        saved_filter_add(
+        saved = saved_filter_add(
             case=case, user=request.user, name=form.cleaned_data["name"], query=form.cleaned_data["query"]
         )
+        audit.record(request, audit.Action.CASE_CHANGE, case=case.pk, what="saved search", query=saved.query)
         return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#filters")
     return render(request, "investigations/save_search.html", {"form": form})

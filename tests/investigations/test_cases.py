@@ -209,3 +209,14 @@ def test_an_investigator_edits_the_case_and_adds_a_colleague(
          "investigators": [investigator.pk]},
     )  # fmt: skip
     assert "The window ends before it starts." in backwards.content.decode()
+
+
+def test_opening_a_case_and_pinning_are_in_the_audit_trail(investigator_client, culprit):
+    from investigations.audit import Action, AuditRecord
+
+    investigator_client.post(reverse("pin"), {"event": culprit.pk, "case": "new", "title": "Wiped orders"})
+    case = Case.objects.get(title="Wiped orders")
+    opened = AuditRecord.objects.get(action=Action.CASE_CREATE)
+    pinned = AuditRecord.objects.get(action=Action.CASE_CHANGE)
+    assert opened.details == {"case": case.pk, "title": "Wiped orders"} and opened.username == "ivy"
+    assert pinned.details == {"case": case.pk, "what": "pin", "event": culprit.pk}

@@ -265,3 +265,18 @@ def test_a_running_report_shows_its_progress_and_is_polled(investigator_client, 
     ).content.decode()
     assert 'hx-trigger="every 1s"' in part and '<progress max="10000" value="2400"' in part
     assert "2,400 of 10,000 events" in part and "<html" not in part
+
+
+def test_generating_and_downloading_a_report_is_in_the_audit_trail(investigator_client, story_case):
+    from investigations.audit import Action, AuditRecord
+
+    investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "pdf"})
+    report = Report.objects.get(case=story_case)
+    b"".join(investigator_client.get(reverse("report-download", args=[report.pk])).streaming_content)
+    made, fetched = (
+        AuditRecord.objects.get(action=a) for a in (Action.REPORT_CREATE, Action.REPORT_DOWNLOAD)
+    )
+    assert made.username == fetched.username == "ivy"
+    assert made.details == {"case": story_case.pk, "report": report.pk, "format": "pdf", "status": "done",
+                            "sha256": report.sha256}  # fmt: skip
+    assert fetched.details["report"] == report.pk and fetched.details["sha256"] == report.sha256
