@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from ingest.models import Gap, IngestRun, ParseProblem, Source, SourceFile
+from ingest.models import CustodyLink, Gap, IngestRun, ParseProblem, Source, SourceFile
 from ingest.sources import SourceForm, source_health
 
 
@@ -55,9 +55,11 @@ class SourceFileAdmin(ReadOnly):
         "device",
         "inode",
         "sha256",
+        "hashed_bytes",
+        "received_sha256",
         "last_read_at",
     ]
-    search_fields = ["path", "sha256"]
+    search_fields = ["path", "sha256", "received_sha256"]
 
 
 @admin.register(IngestRun)
@@ -76,3 +78,25 @@ class ParseProblemAdmin(ReadOnly):
 class GapAdmin(ReadOnly):
     list_display = ["server", "reason", "started_at", "ended_at", "source_file", "line"]
     list_filter = ["reason", "server"]
+
+
+@admin.register(CustodyLink)
+class CustodyLinkAdmin(ReadOnly):
+    """The chain of custody (ingest.custody): what each link recorded, and its hash."""
+
+    list_display = [
+        "source",
+        "seq",
+        "kind",
+        "committed_at",
+        "source_file",
+        "event_count",
+        "file_bytes",
+        "link_hash",
+    ]
+    list_filter = ["kind"]
+    search_fields = ["source__name", "file_sha256"]
+
+    @admin.display(description="hash")
+    def link_hash(self, link: CustodyLink) -> str:
+        return bytes(link.hash).hex()

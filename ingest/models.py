@@ -79,9 +79,16 @@ class SourceFile(models.Model):
     size = models.BigIntegerField(help_text="Bytes on disk when last read")
     # SHA-256 of the first 64 KiB (decompressed): recognises the same file under another name.
     head_sha256 = models.CharField(max_length=64)
-    # SHA-256 of every decompressed byte read so far: final once the file has been read to its end.
+    # SHA-256 of the file's content (decompressed for .gz) from its first byte to `hashed_bytes`:
+    # the bytes read so far, final once the file has been read to its end (ingest.custody).
     sha256 = models.CharField(max_length=64, blank=True)
     bytes_read = models.BigIntegerField(default=0)
+    hashed_bytes = models.BigIntegerField(default=0, help_text="Content bytes the SHA-256 covers")
+    # The SHA-256 computation after `hashed_bytes`, saved (ingest.custody.Sha256State), so that
+    # the next poll of a growing file hashes only the new bytes.
+    hash_state = models.BinaryField(null=True, editable=False)
+    # An upload's SHA-256 as it arrived (the bytes on disk: compressed for a .gz upload).
+    received_sha256 = models.CharField(max_length=64, blank=True)
     first_seen_at = models.DateTimeField(auto_now_add=True)
     last_read_at = models.DateTimeField(null=True)
     # Files followed by a source (ingest.checkpoints): who the file is on disk, and where the
@@ -390,3 +397,65 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"chunk {self.number} of split {self.split_id}"
+
+
+class CustodyHead(models.Model):
+    """The newest link of a source's custody chain. Appending a link locks this row until the
+    batch's transaction commits, so links are numbered in commit order (ingest.custody)."""
+
+    source = models.OneToOneField(
+        Source, on_delete=models.PROTECT, primary_key=True, related_name="custody_head"
+    )
+    seq = models.BigIntegerField(default=0)
+    hash = models.BinaryField(max_length=32)
+
+    def __str__(self) -> str:
+        return f"custody head of source {self.source_id}: link {self.seq}"
+
+
+class CustodyLink(models.Model):
+    """One committed change of the store, chained to the one before it (per source): a batch of
+    events (with a digest of each event as it was written), flags added later to stored events,
+    or a file's hash so far. See ingest.custody and `manage.py verify_evidence`."""
+
+    class Kind(models.TextChoices):
+        EVENTS = "events", "events stored"
+        FLAGS = "flags", "flag added to stored events"
+        FILE = "file", "file hash so far"
+
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="custody_links")
+    seq = models.BigIntegerField(help_text="1, 2, 3... per source, in commit order")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    committed_at = models.DateTimeField()
+    source_file = models.ForeignKey(
+        SourceFile, on_delete=models.PROTECT, null=True, related_name="custody_links"
+    )
+    ingest_run_id = models.BigIntegerField(null=True)  # not a key: runs are history, links are evidence
+    # Events: the batch's rows are the file's events with ids in (id_after, id_last] and byte offsets
+    # in [offset_min, offset_max]; row_digests holds 16 bytes per event, in id order.
+    id_after = models.BigIntegerField(null=True)
+    id_last = models.BigIntegerField(null=True)
+    offset_min = models.BigIntegerField(null=True)
+    offset_max = models.BigIntegerField(null=True)
+    event_count = models.IntegerField(default=0)
+    row_digests = models.BinaryField(default=bytes, editable=False)
+    # Flags: the flag and the events (time, record hash) it was added to.
+    flag = models.CharField(max_length=40, blank=True)
+    keys = models.JSONField(default=list, blank=True)
+    # File: the SHA-256 of its first `file_bytes` content bytes (scope "content"), or of the
+    # upload as received (scope "received").
+    file_bytes = models.BigIntegerField(null=True)
+    file_sha256 = models.CharField(max_length=64, blank=True)
+    file_scope = models.CharField(max_length=10, blank=True)
+    prev_hash = models.BinaryField(max_length=32)
+    hash = models.BinaryField(max_length=32)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["source", "seq"], name="custody_link_once")]
+        indexes = [
+            # verify_evidence: the links of one file (its hashes so far, the batches read from it).
+            models.Index(fields=["source_file", "seq"], name="custody_link_by_file"),
+        ]
+
+    def __str__(self) -> str:
+        return f"custody link {self.seq} of source {self.source_id} ({self.kind})"

@@ -29,6 +29,7 @@ from django.db import models, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ingest.custody import FileHasher, chain_file_hash
 from ingest.events import Event, FlagCorrection, Gap
 from ingest.models import Gap as GapRow
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile, Split
@@ -103,7 +104,8 @@ class HashingReader(io.RawIOBase):
 
 @dataclass
 class OpenedLog:
-    reader: HashingReader  # counts and hashes the bytes as they are on disk
+    reader: HashingReader  # counts the bytes as they are on disk (progress)
+    content: HashingReader  # counts and hashes the content: the same reader for a plain file
     lines: io.BufferedIOBase  # decompressed when the file is gzip
     size: int
     compressed: bool
@@ -121,9 +123,13 @@ def open_log(path: Path) -> OpenedLog:
             head = g.read(HEAD_BYTES)
     reader = HashingReader(path.open("rb", buffering=0))  # type: ignore[arg-type]
     buffered = io.BufferedReader(reader, buffer_size=1 << 20)
-    lines: io.BufferedIOBase = gzip.GzipFile(fileobj=buffered, mode="rb") if compressed else buffered
+    content, lines = reader, buffered
+    if compressed:  # the evidence is the content: a .gz's hash is that of what zcat prints
+        content = HashingReader(gzip.GzipFile(fileobj=buffered, mode="rb"))  # type: ignore[arg-type]
+        lines = io.BufferedReader(content, buffer_size=1 << 20)
     return OpenedLog(
         reader=reader,
+        content=content,
         lines=lines,
         size=os.fstat(reader.raw.fileno()).st_size,
         compressed=compressed,
@@ -235,7 +241,8 @@ def ingest_file(
     3. Write each batch of events with its problems and the run's progress in one
        transaction, so a crash loses at most the batch in flight (and a re-run
        stores exactly what is missing).
-    4. Record the file's SHA-256 and the run's totals.
+    4. Record the file's SHA-256 (of its content, hashed as it was parsed) in the file and in the
+       source's custody chain, and the run's totals.
     """
     opened = open_log(path)
     if fmt == "auto":
@@ -257,14 +264,15 @@ def ingest_file(
 
     def parse() -> Iterator[tuple[object, ...]]:
         """The parsing side: ("batch", formatted, problems, events, bytes read)..., then
-        ("done", bytes read, SHA-256 of the file, the tracker's state)."""
+        ("done", bytes read, content bytes, their SHA-256, the tracker's state)."""
         items = gaps.process(classify_events(tracker.process(parser(opened.lines, hints)), tracker.routines))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
             extra = (batch.corrections, batch.gaps)
             yield ("batch", formatted, batch.problems, len(batch.events), batch.bytes_read, *extra)
         state = tracker.to_state() | {"gaps": gaps.to_state()}
-        yield ("done", opened.reader.bytes_read, opened.reader.sha256.hexdigest(), state)
+        content = opened.content
+        yield ("done", opened.reader.bytes_read, content.bytes_read, content.sha256.hexdigest(), state)
 
     messages = in_second_process(parse) if settings.INGEST_PARALLEL else parse()
     done: tuple[object, ...] = ()
@@ -297,16 +305,29 @@ def ingest_file(
     finally:
         messages.close()  # type: ignore[attr-defined]
         opened.lines.close()
-    _, bytes_read, sha256, state = done
+        opened.reader.close()
+    _, bytes_read, content_bytes, sha256, state = done
     tracker.load_state(state)  # type: ignore[arg-type]  # sessions go on into the next file
     gaps.load_state(state["gaps"])  # type: ignore[index]
     run.status = IngestRun.Status.DONE
     run.finished_at = timezone.now()
     run.bytes_read = bytes_read  # type: ignore[assignment]
-    run.save(update_fields=["status", "finished_at", "bytes_read"])
-    SourceFile.objects.filter(pk=source_file.pk).update(
-        size=opened.size, sha256=sha256, bytes_read=bytes_read, last_read_at=run.finished_at
-    )
+    with transaction.atomic():
+        run.save(update_fields=["status", "finished_at", "bytes_read"])
+        SourceFile.objects.filter(pk=source_file.pk).update(
+            size=opened.size,
+            sha256=sha256,
+            bytes_read=content_bytes,
+            hashed_bytes=content_bytes,
+            last_read_at=run.finished_at,
+        )
+        if (source_file.sha256, source_file.hashed_bytes) != (sha256, content_bytes):  # new or changed
+            chain_file_hash(
+                source_id=source.pk,
+                source_file_id=source_file.pk,
+                file_bytes=content_bytes,  # type: ignore[arg-type]
+                sha256=sha256,  # type: ignore[arg-type]
+            )
     return run
 
 
@@ -907,6 +928,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     fmt = followed_format(source, c.head)
     tracker, gaps = parsing_state(source, Source.objects.get(pk=source.pk).checkpoint or {})
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
+    hasher = FileHasher(known.hash_state, known.hashed_bytes, _ContentReader(c, f))
     lines = _Lines(f, offset, line, limit, partial_ok=read.finish)  # type: ignore[arg-type]
     hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
 
@@ -935,6 +957,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
                 log.info("source %s: %s changed while it was read; read again next poll", source.pk, c.path)
                 break
             now = timezone.now()
+            hashed = hasher.advance(new_offset)  # the file's SHA-256 up to the new resume point
             with transaction.atomic():
                 stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
                 writer.apply_corrections(corrections)  # type: ignore[arg-type]
@@ -946,7 +969,17 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
                     size=c.size,
                     last_read_at=now,
                     finished=finished,
+                    sha256=hasher.state.hexdigest(),
+                    hashed_bytes=hasher.hashed,
+                    hash_state=hasher.state.saved(),
                 )
+                if hashed:
+                    chain_file_hash(
+                        source_id=source.pk,
+                        source_file_id=known.pk,
+                        file_bytes=hasher.hashed,
+                        sha256=hasher.state.hexdigest(),
+                    )
                 fresh = dict(Source.objects.select_for_update().get(pk=source.pk).checkpoint or {})
                 fresh.update(state)  # type: ignore[arg-type]
                 update: dict[str, object] = {"checkpoint": fresh}
@@ -964,6 +997,31 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     finally:
         messages.close()  # type: ignore[attr-defined]
         f.close()  # type: ignore[attr-defined]
+        hasher.read_at.close()  # type: ignore[attr-defined]
+
+
+class _ContentReader:
+    """`read_at(offset, n)` over a file's content for FileHasher: for a plain file, pread on the
+    descriptor being parsed (which moves no one's position: the parser reads the same descriptor
+    in the other process); for a .gz, a decompressing reader of its own, going forward."""
+
+    def __init__(self, candidate: object, f: object) -> None:
+        self.candidate, self.f = candidate, f
+        self.gz: gzip.GzipFile | None = None
+
+    def __call__(self, offset: int, n: int) -> bytes:
+        if not self.candidate.compressed:  # type: ignore[attr-defined]
+            return os.pread(self.f.fileno(), n, offset)  # type: ignore[attr-defined]
+        if self.gz is None or self.gz.tell() > offset:
+            self.close()
+            self.gz = gzip.open(self.candidate.path, "rb")  # type: ignore[attr-defined, assignment]  # noqa: SIM115 - closed by close()
+        self.gz.seek(offset)  # type: ignore[union-attr]
+        return self.gz.read(n)  # type: ignore[union-attr]
+
+    def close(self) -> None:
+        if self.gz is not None:
+            self.gz.close()
+            self.gz = None
 
 
 def poll_due_sources(queue: Callable[[int], object]) -> int:

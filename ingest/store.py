@@ -18,6 +18,7 @@ import psycopg
 from django.db import connection, transaction
 
 from ingest.alerts import KIND_SQL, WORTH_SQL, AlertLine, event_alert_kind, raise_event_alerts
+from ingest.custody import append_link, chain_events, event_key
 from ingest.events import Event, FlagCorrection, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
 
@@ -59,12 +60,12 @@ _INSERT_NEW = f"""
 WITH new AS (
     INSERT INTO ingest_event ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
     ORDER BY line ON CONFLICT DO NOTHING
-    RETURNING server, occurred_at, record_hash, destructive, flags, line
+    RETURNING id, server, occurred_at, record_hash, destructive, flags, line
 ), alerts AS (
     INSERT INTO ingest_alert (kind, server, event_time, event_hash)
     SELECT {KIND_SQL}, server, occurred_at, record_hash FROM new WHERE {WORTH_SQL} ORDER BY line
 )
-SELECT count(*) FROM new
+SELECT id, record_hash FROM new ORDER BY id
 """  # noqa: S608
 
 
@@ -122,6 +123,7 @@ class FormattedBatch:
     sessions: list[tuple[object, ...]]  # session rows to upsert (see _session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
     alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
+    offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
 
 
 def _session_row(s: SessionInfo) -> tuple[object, ...]:
@@ -160,6 +162,7 @@ class RowFormatter:
             sessions=[_session_row(s) for s in sessions.values()],
             months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
             alerts=self._alerts,
+            offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
         )
 
     def _row(self, e: Event) -> str:
@@ -232,12 +235,70 @@ class RowFormatter:
         )
 
 
+# Where each column sits in a COPY line (for the lines of a batch's new events, on the slow path).
+_RECORD_HASH_FIELD = EVENT_COLUMNS.index("record_hash")
+
+
+def stored_copy_line(row: dict[str, object], flags: list[str]) -> str:
+    """The COPY line RowFormatter wrote for an event, made again from its stored columns (`flags`
+    as they were written, without those added later): the custody chain's digest of each event
+    is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row."""
+    occurred = row["occurred_at"]
+    when = NULL if occurred is None else occurred.isoformat()  # type: ignore[attr-defined]
+
+    def number(value: object) -> str:
+        return NULL if value is None else str(value)
+
+    return (
+        "\t".join(
+            (
+                when,
+                _copy_text(row["server"]),  # type: ignore[arg-type]
+                number(row["connection_id"]),
+                *(
+                    _copy_text(row[c])
+                    for c in ("user", "host", "ip", "database", "command", "statement_type")
+                ),  # type: ignore[arg-type]
+                _copy_array(row["tables"]),  # type: ignore[arg-type]
+                "t" if row["destructive"] else "f",
+                _copy_array(flags),
+                _copy_text(row["sql"]),  # type: ignore[arg-type]
+                _copy_text(row["fingerprint"]),  # type: ignore[arg-type]
+                number(row["rows_affected"]),
+                _copy_text(row["status"]),  # type: ignore[arg-type]
+                _copy_bytea(bytes(row["raw"])),  # type: ignore[arg-type]
+                number(row["line"]),
+                number(row["byte_offset"]),
+                "\\\\x" + bytes(row["record_hash"]).hex(),  # type: ignore[arg-type]
+                number(row["ingest_run_id"]),
+                number(row["session_id"]),
+                number(row["source_file_id"]),
+            )
+        )
+        + "\n"
+    )
+
+
 class EventWriter:
     """Writes batches for one source file and ingest run. Call `write` inside a transaction."""
 
     def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
         self.formatter = RowFormatter(source_file_id=source_file_id, ingest_run_id=ingest_run_id)
         self.slow_path = False
+        self.source_file_id = source_file_id
+        self.ingest_run_id = ingest_run_id
+        self._source_id: int | None = None
+
+    @property
+    def source_id(self) -> int:
+        """The source whose custody chain records what this writer stores."""
+        if self._source_id is None:
+            from ingest.models import SourceFile
+
+            self._source_id = SourceFile.objects.values_list("source_id", flat=True).get(
+                pk=self.source_file_id
+            )
+        return self._source_id
 
     def write(self, events: Sequence[Event]) -> int:
         """Store the events that are not stored yet; return how many were new."""
@@ -250,18 +311,23 @@ class EventWriter:
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
         if not self.slow_path:
+            # COPY returns no ids: the batch's rows get ids after this one (and up to the
+            # sequence's value after the COPY, in the order of the lines), which its link records.
+            id_after = self._event_id("nextval")
             try:
                 with transaction.atomic():
                     self._copy("ingest_event", batch.rows)
-                raise_event_alerts(batch.alerts)
-                return len(batch.rows)
             except psycopg.errors.UniqueViolation:
                 self.slow_path = True
             except Exception as e:  # Django wraps driver errors; look at the cause.
                 if not isinstance(e.__cause__, psycopg.errors.UniqueViolation):
                     raise
                 self.slow_path = True
-        return self._insert_new(batch.rows)
+            else:
+                raise_event_alerts(batch.alerts)
+                self._chain(batch.rows, id_after, self._event_id("currval"), batch.offsets)
+                return len(batch.rows)
+        return self._insert_new(batch)
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
@@ -269,21 +335,28 @@ class EventWriter:
             # The unique index leads with the time: give it the times (and partition pruning too).
             timed = [(h, t) for h, t in c.keys if t is not None]
             untimed = [h for h, t in c.keys if t is None]
+            changed: list[tuple[datetime | None, bytes]] = []
             with connection.cursor() as cur:
                 if timed:
                     cur.execute(
                         "UPDATE ingest_event SET flags = array_append(flags, %s)"
                         " WHERE (occurred_at, record_hash) IN"
                         " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
-                        " AND NOT (%s = ANY(flags))",
+                        " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash",
                         [c.flag, [t for _, t in timed], [h for h, _ in timed], c.flag],
                     )
+                    changed += cur.fetchall()
                 if untimed:
                     cur.execute(
                         "UPDATE ingest_event SET flags = array_append(flags, %s)"
-                        " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))",
+                        " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))"
+                        " RETURNING occurred_at, record_hash",
                         [c.flag, untimed, c.flag],
                     )
+                    changed += cur.fetchall()
+            if changed:  # the chain says which stored events gained the flag, and when
+                keys = sorted(event_key(t, h) for t, h in changed)
+                append_link(source_id=self.source_id, kind="flags", flag=c.flag, keys=keys)
 
     def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
         # In the order of their ids: workers storing ranges of one backlog at once upsert some
@@ -299,14 +372,40 @@ class EventWriter:
             for start in range(0, len(rows), COPY_CHUNK_ROWS):
                 copy.write("".join(rows[start : start + COPY_CHUNK_ROWS]).encode())
 
-    def _insert_new(self, rows: list[tuple[object, ...]]) -> int:
+    def _event_id(self, function: str) -> int:
+        """nextval or currval of the events' id sequence (`function` is one of those two names)."""
+        assert function in ("nextval", "currval")
+        with connection.cursor() as cur:
+            cur.execute(f"SELECT {function}(pg_get_serial_sequence('ingest_event', 'id'))")
+            return cur.fetchone()[0]
+
+    def _chain(self, rows: Sequence[str], id_after: int, id_last: int, offsets: tuple[int, int]) -> None:
+        chain_events(
+            source_id=self.source_id,
+            source_file_id=self.source_file_id,
+            ingest_run_id=self.ingest_run_id,
+            rows=rows,
+            id_after=id_after,
+            id_last=id_last,
+            offsets=offsets,
+        )
+
+    def _insert_new(self, batch: FormattedBatch) -> int:
         with connection.cursor() as cur:
             staging = f"SELECT {_COLUMN_LIST} FROM ingest_event WITH NO DATA"  # noqa: S608 - a constant
             cur.execute("CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS " + staging)
             cur.execute("TRUNCATE event_staging")
-        self._copy("event_staging", rows)
+        self._copy("event_staging", batch.rows)
         with connection.cursor() as cur:
             # _COLUMN_LIST is a constant of this module, not input.
             # Only the events new to the store raise alerts: those the insert returns.
             cur.execute(_INSERT_NEW)
-            return cur.fetchone()[0]
+            new = cur.fetchall()
+        if new:
+            # The chain records the new events' lines, in the order of their ids.
+            by_hash = {
+                row.split("\t", _RECORD_HASH_FIELD + 1)[_RECORD_HASH_FIELD][3:]: row for row in batch.rows
+            }
+            rows = [by_hash[bytes(record_hash).hex()] for _, record_hash in new]
+            self._chain(rows, new[0][0] - 1, new[-1][0], batch.offsets)
+        return len(new)

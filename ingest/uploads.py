@@ -15,6 +15,7 @@ from django.core.files.uploadhandler import FileUploadHandler
 from django.db import transaction
 
 from ingest.checkpoints import find_candidates
+from ingest.custody import chain_file_hash
 from ingest.models import IngestRun, Source, SourceFile
 from ingest.pipeline import source_ingest_now
 
@@ -85,8 +86,15 @@ def upload_store(
             head_length=len(candidate.head),
             device=candidate.device,
             inode=candidate.inode,
-            sha256=uploaded.sha256,  # type: ignore[attr-defined]
+            received_sha256=uploaded.sha256,  # type: ignore[attr-defined]
             resume={"offset": 0, "line": 1, "last_time": None},
+        )
+        chain_file_hash(
+            source_id=source.pk,
+            source_file_id=SourceFile.objects.get(source=source).pk,
+            file_bytes=candidate.size,
+            sha256=uploaded.sha256,  # type: ignore[attr-defined]
+            scope="received",
         )
         run = source_ingest_now(source, queue)  # type: ignore[arg-type]
     return source, run

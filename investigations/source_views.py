@@ -3,13 +3,14 @@ HTMX polls the same views for the named partial that shows running ingests."""
 
 from __future__ import annotations
 
+from django.db.models import Count, Max, Min, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
-from ingest.models import Chunk, IngestRun, Source
+from ingest.models import Chunk, CustodyHead, CustodyLink, IngestRun, Source
 from ingest.pipeline import source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
@@ -67,6 +68,7 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
         "runs": runs,
         "active": active,
         "files": source.files.order_by("-first_seen_at")[:50],
+        "custody_head": CustodyHead.objects.filter(source=source).first(),
     }
     return render(request, template, context)
 
@@ -88,7 +90,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         :PROBLEMS_SHOWN
     ]
     chunks = Chunk.objects.filter(split__run=run).select_related("source_file")[:CHUNKS_SHOWN]
-    context = {"run": run, "problems": problems, "chunks": chunks}
+    links = CustodyLink.objects.filter(source=run.source, ingest_run_id=run.pk).aggregate(
+        batches=Count("pk"), first=Min("seq"), last=Max("seq"), events=Sum("event_count")
+    )
+    context = {"run": run, "problems": problems, "chunks": chunks, "custody": links}
     return render(request, "investigations/run_detail.html", context)
 
 

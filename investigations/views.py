@@ -13,6 +13,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from ingest.custody import link_of_event
 from ingest.models import Event, IngestRun, Source
 from ingest.sources import source_health
 from investigations import audit
@@ -276,4 +277,7 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     before, after = session_context(event, SESSION_CONTEXT)
     audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
     context = {"event": event, "before": before, "after": after, "context_size": SESSION_CONTEXT}
+    context["custody"] = link_of_event(
+        event_id=event.pk, source_file_id=event.source_file_id, byte_offset=event.byte_offset
+    )
     return render(request, "investigations/event_detail.html", context)

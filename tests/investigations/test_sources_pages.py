@@ -105,7 +105,7 @@ def test_an_investigator_uploads_a_gzipped_log_through_the_form(
     assert response.status_code == 302
     source = Source.objects.get(kind=Source.Kind.UPLOAD)
     stored = SourceFile.objects.get(source=source)
-    assert stored.sha256 == hashlib.sha256(body).hexdigest()  # hashed as it streamed to disk
+    assert stored.received_sha256 == hashlib.sha256(body).hexdigest()  # hashed as it streamed to disk
     assert Path(stored.path).read_bytes() == body
     assert len(queued) == 1  # the ingest goes to a worker once the upload is committed
     run = IngestRun.objects.get(source=source)
@@ -113,6 +113,8 @@ def test_an_investigator_uploads_a_gzipped_log_through_the_form(
     ingest_source(source.pk, run_id=run.pk)  # what the worker does
     run.refresh_from_db()
     assert run.status == IngestRun.Status.DONE and run.bytes_read == len(log.read_bytes())
+    stored.refresh_from_db()  # and the content, as it was read
+    assert stored.sha256 == hashlib.sha256(log.read_bytes()).hexdigest()
     assert Event.objects.filter(server="db9").count() == 401  # the banner and every record: finished
     assert "100%" in investigator_client.get(response["Location"]).content.decode()
 

@@ -1,0 +1,262 @@
+"""Chain of custody: what proves that neither the logs nor the store were altered after the fact.
+
+Two things are recorded as ingestion goes:
+
+1. **File hashes.** Every file's SHA-256 over its content (decompressed, for .gz) from its first
+   byte to the last byte read, kept on its SourceFile (`sha256`, `hashed_bytes`). A file that
+   grows is polled many times: the SHA-256 computation is saved after each batch (`hash_state`,
+   see Sha256State), so each poll hashes only its new bytes, and after every poll `sha256` is
+   the SHA-256 of exactly the bytes read so far (`head -c hashed_bytes FILE | sha256sum`).
+2. **A hash chain over the store, per source.** Each committed change appends a CustodyLink in
+   the same transaction: a batch of events (the 16-byte SHA-256 prefix of each event's row exactly
+   as it was written, in id order, and where those rows are), flags added later to stored
+   events (`rolled_back` reaches events of earlier batches), or a file's hash so far. Each link's
+   hash covers its fields and the hash of the link before it. The source's CustodyHead row is
+   locked by the upsert that numbers a link, and stays locked until the transaction commits, so
+   links are numbered in commit order even when several workers write one source at once.
+
+`ingest.verify` recomputes all of it (`manage.py verify_evidence`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import json
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.utils import timezone
+
+LINK_VERSION = "auditweb-custody-1"
+ZERO_HASH = bytes(32)
+ROW_DIGEST_BYTES = 16  # of each event row's SHA-256: 128 bits, kept per event in its link
+HASH_CHUNK = 1 << 20
+
+
+def row_digest(line: str) -> bytes:
+    """What an events link keeps of one event: the SHA-256 prefix of its COPY line as written."""
+    return hashlib.sha256(line.encode()).digest()[:ROW_DIGEST_BYTES]
+
+
+# -- a SHA-256 that can be saved and resumed ---------------------------------------------------------
+
+# OpenSSL's SHA256_CTX (<openssl/sha.h>, unchanged since 0.9.8): h[8], Nl, Nh, data[16], num, md_len,
+# all 32-bit. Saved little-endian, whatever the machine, so a state moves between workers.
+_CTX_NATIVE = struct.Struct("=8I2I16I2I")
+_CTX_SAVED = struct.Struct("<8I2I16I2I")
+_libcrypto: Any = None
+
+
+def _crypto() -> Any:
+    """libcrypto's low-level SHA-256 (the one hashlib uses, with the same CPU instructions).
+    hashlib cannot save a computation half-way; this can, as the bytes of its context."""
+    global _libcrypto
+    if _libcrypto is None:
+        name = ctypes.util.find_library("crypto") or "libcrypto.so.3"
+        try:
+            lib = ctypes.CDLL(name)
+            functions = (lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final)
+        except (OSError, AttributeError) as e:
+            raise RuntimeError(
+                f"AuditWeb needs OpenSSL's libcrypto with SHA256_Init to hash files ({e})"
+            ) from e
+        for f in functions:
+            f.restype = ctypes.c_int
+        lib.SHA256_Init.argtypes = [ctypes.c_void_p]
+        lib.SHA256_Update.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+        lib.SHA256_Final.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+        _libcrypto = lib
+    return _libcrypto
+
+
+class Sha256State:
+    """SHA-256 over a stream of bytes that can be saved (`saved()`, 112 bytes) and resumed later
+    from what was saved, in another process; `hexdigest()` does not end the computation."""
+
+    def __init__(self, saved: bytes | None = None) -> None:
+        self._ctx = ctypes.create_string_buffer(_CTX_NATIVE.size)
+        if saved is None:
+            _crypto().SHA256_Init(self._ctx)
+            return
+        fields = _CTX_SAVED.unpack(bytes(saved))
+        num, md_len = fields[-2], fields[-1]
+        if md_len != 32 or num >= 64:
+            raise ValueError("not a saved SHA-256 state")
+        self._ctx.raw = _CTX_NATIVE.pack(*fields)
+
+    def update(self, data: bytes) -> None:
+        if data:
+            _crypto().SHA256_Update(self._ctx, data, len(data))
+
+    @property
+    def length(self) -> int:
+        """Bytes hashed so far."""
+        fields = _CTX_NATIVE.unpack(self._ctx.raw)
+        return ((fields[9] << 32) | fields[8]) >> 3
+
+    def saved(self) -> bytes:
+        return _CTX_SAVED.pack(*_CTX_NATIVE.unpack(self._ctx.raw))
+
+    def copy(self) -> Sha256State:
+        return Sha256State(self.saved())
+
+    def hexdigest(self) -> str:
+        ctx = ctypes.create_string_buffer(self._ctx.raw, _CTX_NATIVE.size)
+        out = ctypes.create_string_buffer(32)
+        _crypto().SHA256_Final(out, ctx)
+        return out.raw.hex()
+
+
+class FileHasher:
+    """Brings a file's SHA-256 (of its content from byte 0) up to an offset, hashing only what was
+    not hashed before. `read_at(offset, n)` returns up to n content bytes from offset."""
+
+    def __init__(self, saved: bytes | None, hashed_bytes: int, read_at: Callable[[int, int], bytes]) -> None:
+        state = Sha256State(saved) if saved is not None else None
+        if state is None or state.length != hashed_bytes:
+            state = Sha256State()  # no saved computation (a file read before there was one): from 0
+        self.state = state
+        self.read_at = read_at
+
+    @property
+    def hashed(self) -> int:
+        return self.state.length
+
+    def advance(self, upto: int) -> bool:
+        """Hash the content up to `upto`; False when there was nothing new (or it could not be read)."""
+        before = self.state.length
+        position = before
+        while position < upto:
+            chunk = self.read_at(position, min(HASH_CHUNK, upto - position))
+            if not chunk:  # shorter than it was: the next poll sees why (ingest.checkpoints)
+                break
+            self.state.update(chunk)
+            position += len(chunk)
+        return position > before
+
+
+# -- the chain ----------------------------------------------------------------------------------------
+
+LINK_FIELDS = (
+    "source_id", "seq", "kind", "committed_at", "source_file_id", "ingest_run_id", "id_after",
+    "id_last", "offset_min", "offset_max", "event_count", "row_digests", "flag", "keys",
+    "file_bytes", "file_sha256", "file_scope",
+)  # fmt: skip
+
+# Numbers the next link of a source and locks its head row until the transaction ends: a
+# second writer of the same source waits here, and then sees the link this one appended.
+_LOCK_HEAD = """
+INSERT INTO ingest_custodyhead (source_id, seq, hash) VALUES (%s, 0, %s)
+ON CONFLICT (source_id) DO UPDATE SET seq = ingest_custodyhead.seq
+RETURNING seq, hash
+"""
+
+
+def link_hash(prev_hash: bytes, values: Mapping[str, Any]) -> bytes:
+    """The hash of a link: SHA-256 of the previous link's hash and of this link's fields, each
+    written as `name=value` on its own line (row digests by their SHA-256)."""
+    lines = [LINK_VERSION]
+    for name in LINK_FIELDS:
+        value = values[name]
+        if name == "row_digests":
+            value = hashlib.sha256(bytes(value)).hexdigest()
+        elif name == "keys":
+            value = json.dumps(value, separators=(",", ":"))
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        elif value is None:
+            value = "-"
+        lines.append(f"{name}={value}")
+    return hashlib.sha256(bytes(prev_hash) + "\n".join(lines).encode()).digest()
+
+
+def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
+    """Append a link to the source's chain in the current transaction; returns its number."""
+    from ingest.models import CustodyLink
+
+    if not connection.in_atomic_block:
+        raise RuntimeError("custody links are appended inside the transaction of what they record")
+    with connection.cursor() as cur:
+        cur.execute(_LOCK_HEAD, [source_id, ZERO_HASH])
+        seq, prev = cur.fetchone()
+    values: dict[str, Any] = {
+        "source_file_id": None, "ingest_run_id": None, "id_after": None, "id_last": None,
+        "offset_min": None, "offset_max": None, "event_count": 0, "row_digests": b"", "flag": "",
+        "keys": [], "file_bytes": None, "file_sha256": "", "file_scope": "",
+    }  # fmt: skip
+    values.update(fields, source_id=source_id, seq=seq + 1, kind=kind, committed_at=timezone.now())
+    values["hash"] = link_hash(bytes(prev), values)
+    CustodyLink.objects.create(prev_hash=bytes(prev), **values)
+    with connection.cursor() as cur:
+        cur.execute(
+            "UPDATE ingest_custodyhead SET seq = %s, hash = %s WHERE source_id = %s",
+            [seq + 1, values["hash"], source_id],
+        )
+    return seq + 1
+
+
+def chain_events(
+    *,
+    source_id: int,
+    source_file_id: int,
+    ingest_run_id: int | None,
+    rows: Sequence[str],
+    id_after: int,
+    id_last: int,
+    offsets: tuple[int, int],
+) -> None:
+    """Record a batch of events just stored: their COPY lines in id order, the ids they got."""
+    append_link(
+        source_id=source_id,
+        kind="events",
+        source_file_id=source_file_id,
+        ingest_run_id=ingest_run_id,
+        id_after=id_after,
+        id_last=id_last,
+        offset_min=offsets[0],
+        offset_max=offsets[1],
+        event_count=len(rows),
+        row_digests=b"".join(row_digest(r) for r in rows),
+    )
+
+
+def event_key(occurred_at: datetime | None, record_hash: bytes) -> list[str | None]:
+    """An event's identity in a flags link: [time in ISO 8601 or null, record hash in hex]."""
+    return [occurred_at.isoformat() if occurred_at else None, bytes(record_hash).hex()]
+
+
+def chain_file_hash(
+    *, source_id: int, source_file_id: int, file_bytes: int, sha256: str, scope: str = "content"
+) -> None:
+    """Record a file's SHA-256 so far (scope "content") or as an upload arrived ("received")."""
+    append_link(
+        source_id=source_id,
+        kind="file",
+        source_file_id=source_file_id,
+        file_bytes=file_bytes,
+        file_sha256=sha256,
+        file_scope=scope,
+    )
+
+
+def link_of_event(*, event_id: int, source_file_id: int, byte_offset: int) -> Any:
+    """The events link whose batch holds this event (None for events stored before the chain)."""
+    from ingest.models import CustodyLink
+
+    return (
+        CustodyLink.objects.filter(
+            source_file_id=source_file_id,
+            kind=CustodyLink.Kind.EVENTS,
+            id_after__lt=event_id,
+            id_last__gte=event_id,
+            offset_min__lte=byte_offset,
+            offset_max__gte=byte_offset,
+        )
+        .select_related("source")
+        .first()
+    )
