@@ -957,7 +957,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
                 log.info("source %s: %s changed while it was read; read again next poll", source.pk, c.path)
                 break
             now = timezone.now()
-            hashed = hasher.advance(new_offset)  # the file's SHA-256 up to the new resume point
+            moved = hasher.advance(new_offset)  # the file's SHA-256 up to the new resume point
             with transaction.atomic():
                 stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
                 writer.apply_corrections(corrections)  # type: ignore[arg-type]
@@ -969,17 +969,8 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
                     size=c.size,
                     last_read_at=now,
                     finished=finished,
-                    sha256=hasher.state.hexdigest(),
-                    hashed_bytes=hasher.hashed,
-                    hash_state=hasher.state.saved(),
                 )
-                if hashed:
-                    chain_file_hash(
-                        source_id=source.pk,
-                        source_file_id=known.pk,
-                        file_bytes=hasher.hashed,
-                        sha256=hasher.state.hexdigest(),
-                    )
+                record_file_hash(source.pk, known.pk, hasher, moved)
                 fresh = dict(Source.objects.select_for_update().get(pk=source.pk).checkpoint or {})
                 fresh.update(state)  # type: ignore[arg-type]
                 update: dict[str, object] = {"checkpoint": fresh}
@@ -998,6 +989,42 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
         messages.close()  # type: ignore[attr-defined]
         f.close()  # type: ignore[attr-defined]
         hasher.read_at.close()  # type: ignore[attr-defined]
+
+
+def record_file_hash(source_id: int, file_id: int, hasher: FileHasher, moved: bool) -> None:
+    """Store a file's SHA-256 so far (and the computation, to go on from) and, when it covers
+    more bytes than before, chain it. Inside the transaction of what it covers."""
+    SourceFile.objects.filter(pk=file_id).update(
+        sha256=hasher.state.hexdigest(), hashed_bytes=hasher.hashed, hash_state=hasher.state.saved()
+    )
+    if moved:
+        chain_file_hash(
+            source_id=source_id,
+            source_file_id=file_id,
+            file_bytes=hasher.hashed,
+            sha256=hasher.state.hexdigest(),
+        )
+
+
+def hash_file_upto(source: Source, known: SourceFile, upto: int) -> tuple[FileHasher, bool] | None:
+    """A file's SHA-256 brought up to `upto` from where its hash stopped, for a file whose resume
+    point moves without a poll reading it in order (a split's ranges, read by several workers).
+    The file is found as the split finds it (same inode and first bytes, else a copy); None when
+    it is gone (its hash then stays where it was, and verify_evidence says how far it goes)."""
+    from ingest.checkpoints import find_candidates
+
+    candidates = [c for c in find_candidates(source.path, []) if c.head_matches(known)]
+    same = [c for c in candidates if (c.device, c.inode) == (known.device, known.inode)]
+    for c in same + candidates:
+        if c.compressed or c.size >= upto:
+            with c.path.open("rb") as f:
+                reader = _ContentReader(c, f)
+                try:
+                    hasher = FileHasher(known.hash_state, known.hashed_bytes, reader)
+                    return hasher, hasher.advance(upto)
+                finally:
+                    reader.close()
+    return None
 
 
 class _ContentReader:

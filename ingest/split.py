@@ -46,9 +46,11 @@ from ingest.pipeline import (
     _store_gaps,
     _store_problems,
     followed_format,
+    hash_file_upto,
     in_second_process,
     known_file,
     parsing_state,
+    record_file_hash,
     resume_of,
     tail_messages,
 )
@@ -331,6 +333,12 @@ def finish_split(split_id: int) -> bool:
     with source_lock(split.source_id) as got:
         if not got:
             return False
+        # Each file's SHA-256 up to where the split ends (ingest.custody), read before the transaction.
+        files = SourceFile.objects.in_bulk([int(file_id) for file_id in split.ends])
+        hashes = {
+            file_id: hash_file_upto(split.source, files[int(file_id)], int(end["resume"]["offset"]))
+            for file_id, end in split.ends.items()
+        }
         with transaction.atomic():
             split = Split.objects.select_for_update().select_related("source", "run").get(pk=split_id)
             if split.finished_at is not None:
@@ -344,6 +352,8 @@ def finish_split(split_id: int) -> bool:
                 SourceFile.objects.filter(pk=int(file_id)).update(
                     resume=end["resume"], bytes_read=offset, last_read_at=now, finished=end["finished"]
                 )
+                if hashes.get(file_id):
+                    record_file_hash(split.source_id, int(file_id), *hashes[file_id])  # type: ignore[misc]
             source = Source.objects.select_for_update().get(pk=split.source_id)
             checkpoint = dict(source.checkpoint or {}) | split.final_state
             Source.objects.filter(pk=source.pk).update(checkpoint=checkpoint, last_data_at=now)

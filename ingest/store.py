@@ -335,14 +335,14 @@ class EventWriter:
             # The unique index leads with the time: give it the times (and partition pruning too).
             timed = [(h, t) for h, t in c.keys if t is not None]
             untimed = [h for h, t in c.keys if t is None]
-            changed: list[tuple[datetime | None, bytes]] = []
+            changed: list[tuple[datetime | None, bytes, int]] = []
             with connection.cursor() as cur:
                 if timed:
                     cur.execute(
                         "UPDATE ingest_event SET flags = array_append(flags, %s)"
                         " WHERE (occurred_at, record_hash) IN"
                         " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
-                        " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash",
+                        " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash, source_file_id",
                         [c.flag, [t for _, t in timed], [h for h, _ in timed], c.flag],
                     )
                     changed += cur.fetchall()
@@ -350,13 +350,22 @@ class EventWriter:
                     cur.execute(
                         "UPDATE ingest_event SET flags = array_append(flags, %s)"
                         " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))"
-                        " RETURNING occurred_at, record_hash",
+                        " RETURNING occurred_at, record_hash, source_file_id",
                         [c.flag, untimed, c.flag],
                     )
                     changed += cur.fetchall()
-            if changed:  # the chain says which stored events gained the flag, and when
-                keys = sorted(event_key(t, h) for t, h in changed)
-                append_link(source_id=self.source_id, kind="flags", flag=c.flag, keys=keys)
+            if changed:  # the chain of the events' source says which gained the flag, and when
+                self._chain_flag(c.flag, changed)
+
+    def _chain_flag(self, flag: str, changed: list[tuple[datetime | None, bytes, int]]) -> None:
+        from ingest.models import SourceFile
+
+        sources = dict(
+            SourceFile.objects.filter(pk__in={f for _, _, f in changed}).values_list("pk", "source_id")
+        )
+        for source_id in sorted(set(sources.values())):
+            keys = sorted(event_key(t, h) for t, h, f in changed if sources[f] == source_id)
+            append_link(source_id=source_id, kind="flags", flag=flag, keys=keys)
 
     def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
         # In the order of their ids: workers storing ranges of one backlog at once upsert some

@@ -366,13 +366,19 @@ def verify_files(v: Verification, files: Iterable[SourceFile]) -> None:
                 **where,
             )
         if not links:
-            v.add(
-                UNCHECKED,
-                "file",
-                "no hash of this file was recorded (read before the chain existed)",
-                **where,
-            )
+            if sf.bytes_read == 0:
+                v.add(OK, "file", "nothing read from it yet", **where)
+            else:
+                v.add(
+                    UNCHECKED,
+                    "file",
+                    "no hash of this file was recorded (read before the chain existed)",
+                    **where,
+                )
             continue
+        if content and sf.hashed_bytes < sf.bytes_read:
+            v.add(UNCHECKED, "file", f"its hash covers {sf.hashed_bytes} of the {sf.bytes_read} bytes read "
+                  "(the file was gone when the rest was to be hashed)", **where)  # fmt: skip
         found, looked = locate(sf)
         if not found:
             v.add(UNCHECKED, "file", _gone(found, looked), **where)

@@ -48,5 +48,5 @@ def test_the_source_page_shows_the_chain_head_and_the_run_page_the_file_hash(
     assert SourceFile.objects.get().sha256 in page
     run = IngestRun.objects.get(source=ingested)
     page = investigator_client.get(f"/sources/runs/{run.pk}/").content.decode()
-    assert "75 event(s) in 1 batch(es), links 1 to 1 of the source&#x27;s chain" in page
+    assert "75 event(s) in 1 batch(es), links 1 to 1 of the source's chain" in page
     assert f"SHA-256 {SourceFile.objects.get().sha256} over its first" in page
