@@ -1,9 +1,11 @@
 """`manage.py verify_evidence`: prove (or disprove) that neither the logs nor the store nor a
-report were altered after the fact. See ingest.custody (what is recorded) and ingest.verify."""
+report were altered after the fact. See ingest.custody (what is recorded), ingest.verify (the store
+and the files) and investigations.custody (cases and reports)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -21,6 +23,8 @@ from ingest.verify import (
     verify_files,
     verify_store,
 )
+from investigations.custody import verify_case, verify_report
+from investigations.models import Case
 
 LABELS = {ALTERED: "ALTERED", UNCHECKED: "NOT CHECKED", OK: "ok"}
 
@@ -29,7 +33,8 @@ class Command(BaseCommand):
     help = (
         "Check the chain of custody: each source's hash chain against the stored events (edits, "
         "insertions, deletions), the original files against their recorded SHA-256 and the events' "
-        "raw bytes against the files. Exits 1 when anything was altered."
+        "raw bytes against the files; with --case, a case's pinned events and report files; with "
+        "--report, a report file handed over. Exits 1 when anything was altered."
     )
     requires_system_checks: list[str] = []
 
@@ -40,6 +45,15 @@ class Command(BaseCommand):
             default=[],
             metavar="S",
             help="Only this source (id or name; repeatable)",
+        )
+        parser.add_argument(
+            "--case", type=int, metavar="N", help="Check case N: its pinned events and reports"
+        )
+        parser.add_argument(
+            "--report",
+            type=Path,
+            metavar="FILE",
+            help="Check a report file against the reports AuditWeb stored",
         )
         parser.add_argument(
             "--sample",
@@ -57,17 +71,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, **options: Any) -> None:
-        sources = self._sources(options["source"])
         v = Verification()
-        verify_store(v, sources)
-        source_ids = [s.pk for s in sources]
-        files = [f for s in sources for f in s.files.select_related("source").order_by("pk")]
-        verify_files(v, files)
-        if options["all_events"]:
-            verify_event_bytes(v, event_rows("source_file_id = ANY(%s)", [[f.pk for f in files]]))
-        elif options["sample"] > 0 and source_ids:
-            ids = sample_ids(source_ids, options["sample"])
-            verify_event_bytes(v, event_rows("id = ANY(%s)", [ids]))
+        if options["case"] is not None or options["report"] is not None:
+            sources = self._case_and_report(v, options["case"], options["report"])
+        else:
+            sources = self._sources(options["source"])
+            self._store(v, sources, options)
         heads = {
             h.source.name: {"link": h.seq, "hash": bytes(h.hash).hex()}
             for h in CustodyHead.objects.filter(source__in=sources).select_related("source")
@@ -77,6 +86,33 @@ class Command(BaseCommand):
             raise CommandError(f"evidence altered: {len(v.altered)} finding(s)", returncode=1)
         if options["strict"] and v.unchecked:
             raise CommandError(f"{len(v.unchecked)} thing(s) could not be checked", returncode=2)
+
+    def _store(self, v: Verification, sources: list[Source], options: dict[str, Any]) -> None:
+        """The sources' chains and files, and their events' bytes (a sample, or all of them)."""
+        verify_store(v, sources)
+        files = [f for s in sources for f in s.files.select_related("source").order_by("pk")]
+        verify_files(v, files)
+        if options["all_events"]:
+            verify_event_bytes(v, event_rows("source_file_id = ANY(%s)", [[f.pk for f in files]]))
+        elif options["sample"] > 0 and sources:
+            ids = sample_ids([s.pk for s in sources], options["sample"])
+            verify_event_bytes(v, event_rows("id = ANY(%s)", [ids]))
+
+    def _case_and_report(self, v: Verification, case_id: int | None, report: Path | None) -> list[Source]:
+        sources: dict[int, Source] = {}
+        if case_id is not None:
+            case = Case.objects.filter(pk=case_id).first()
+            if case is None:
+                raise CommandError(f"no case {case_id}")
+            sources |= {s.pk: s for s in verify_case(v, case)}
+        if report is not None:
+            if not report.is_file():
+                raise CommandError(f"{report}: no such file")
+            listed = verify_report(v, report)
+            if case_id is None:  # the sources of the events it lists: their chains too
+                verify_store(v, listed)
+                sources |= {s.pk: s for s in listed}
+        return list(sources.values())
 
     def _sources(self, wanted: list[str]) -> list[Source]:
         if not wanted:
