@@ -348,3 +348,46 @@ def test_a_backlog_read_in_ranges_by_several_workers_verifies(tmp_path: Path) ->
     status, out = verify("--all-events")
     assert status == 0, out
     assert "NOT CHECKED" not in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_links_appended_at_once_by_several_workers_chain_in_commit_order() -> None:
+    """Four workers (threads with their own connections) append to one source's chain at once,
+    each link in a transaction that lingers after appending: the head's lock orders them."""
+    import threading
+    import time
+
+    from django.db import transaction
+
+    from ingest.custody import append_link
+    from ingest.verify import Verification, verify_chain
+
+    source = Source.objects.create(name="busy", kind=Source.Kind.FILE, path="/nowhere", server="db1")
+    start = threading.Barrier(4)
+    errors: list[BaseException] = []
+
+    def worker(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(10):
+                with transaction.atomic():
+                    append_link(source_id=source.pk, kind="file", file_bytes=n * 100 + i, file_sha256="-")
+                    time.sleep(0.002)  # others try to append meanwhile
+        except BaseException as e:
+            errors.append(e)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    links = list(CustodyLink.objects.filter(source=source).order_by("seq"))
+    assert [link.seq for link in links] == list(range(1, 41))
+    v = Verification()
+    verify_chain(v, source)
+    assert [(f.status, f.message) for f in v.findings] == [("ok", "40 links, each following the one before")]
+    order = [link.committed_at for link in links]
+    assert order == sorted(order)
