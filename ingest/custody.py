@@ -175,10 +175,15 @@ def link_hash(prev_hash: bytes, values: Mapping[str, Any]) -> bytes:
     return hashlib.sha256(bytes(prev_hash) + "\n".join(lines).encode()).digest()
 
 
-def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
-    """Append a link to the source's chain in the current transaction; returns its number."""
-    from ingest.models import CustodyLink
+_INSERT_LINK = f"""
+INSERT INTO ingest_custodylink ({", ".join(LINK_FIELDS)}, prev_hash, hash)
+VALUES ({", ".join("%s::jsonb" if n == "keys" else "%s" for n in LINK_FIELDS)}, %s, %s)
+"""  # noqa: S608 - column names are this module's constants
 
+
+def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
+    """Append a link to the source's chain in the current transaction; returns its number.
+    Plain SQL (no model), so that migration 0012 can call it too."""
     if not connection.in_atomic_block:
         raise RuntimeError("custody links are appended inside the transaction of what they record")
     with connection.cursor() as cur:
@@ -191,8 +196,9 @@ def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
     }  # fmt: skip
     values.update(fields, source_id=source_id, seq=seq + 1, kind=kind, committed_at=timezone.now())
     values["hash"] = link_hash(bytes(prev), values)
-    CustodyLink.objects.create(prev_hash=bytes(prev), **values)
     with connection.cursor() as cur:
+        row = [json.dumps(values[n]) if n == "keys" else values[n] for n in LINK_FIELDS]
+        cur.execute(_INSERT_LINK, [*row, bytes(prev), values["hash"]])
         cur.execute(
             "UPDATE ingest_custodyhead SET seq = %s, hash = %s WHERE source_id = %s",
             [seq + 1, values["hash"], source_id],
@@ -251,7 +257,7 @@ def link_of_event(*, event_id: int, source_file_id: int, byte_offset: int) -> An
     return (
         CustodyLink.objects.filter(
             source_file_id=source_file_id,
-            kind=CustodyLink.Kind.EVENTS,
+            kind__in=[CustodyLink.Kind.EVENTS, CustodyLink.Kind.ADOPTED],
             id_after__lt=event_id,
             id_last__gte=event_id,
             offset_min__lte=byte_offset,
@@ -260,3 +266,64 @@ def link_of_event(*, event_id: int, source_file_id: int, byte_offset: int) -> An
         .select_related("source")
         .first()
     )
+
+
+def adopt_stored_events(batch: int = 20_000) -> int:
+    """Seal the events stored before the chain existed (migration 0012): for each file, its events
+    as they are now, in batches, as `adopted` links. Edits, insertions and deletions after this are
+    found like any other; what happened to them before cannot be known. Returns how many events."""
+    from ingest.store import EVENT_COLUMNS, stored_copy_line
+
+    columns = ", ".join(f'"{c}"' for c in ("id", *EVENT_COLUMNS))
+    sealed = 0
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT f.source_id, e.source_file_id, max(e.id) FROM ingest_event e"
+            " JOIN ingest_sourcefile f ON f.id = e.source_file_id GROUP BY 1, 2 ORDER BY 1, 2"
+        )
+        files = cur.fetchall()
+    for source_id, file_id, last_id in files:
+        after = 0
+        while after < last_id:
+            with connection.cursor() as cur:
+                cur.execute(
+                    f"SELECT {columns} FROM ingest_event WHERE source_file_id = %s AND id > %s AND id <= %s"  # noqa: S608
+                    " ORDER BY id LIMIT %s",
+                    [file_id, after, last_id, batch],
+                )
+                names = [c.name for c in cur.description]
+                rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            if not rows:
+                break
+            upto = rows[-1]["id"] if len(rows) == batch else last_id
+            append_link(
+                source_id=source_id,
+                kind="adopted",
+                source_file_id=file_id,
+                id_after=after,
+                id_last=upto,
+                offset_min=min(r["byte_offset"] for r in rows),
+                offset_max=max(r["byte_offset"] for r in rows),
+                event_count=len(rows),
+                row_digests=b"".join(row_digest(stored_copy_line(r, list(r["flags"]))) for r in rows),
+            )
+            sealed += len(rows)
+            after = upto
+    with connection.cursor() as cur:  # and the file hashes recorded before the chain
+        cur.execute(
+            "SELECT source_id, id, hashed_bytes, sha256, size, received_sha256 FROM ingest_sourcefile"
+            " WHERE (sha256 <> '' AND hashed_bytes > 0) OR received_sha256 <> '' ORDER BY source_id, id"
+        )
+        files = cur.fetchall()
+    for source_id, file_id, hashed, sha256, size, received in files:
+        if sha256 and hashed:
+            chain_file_hash(source_id=source_id, source_file_id=file_id, file_bytes=hashed, sha256=sha256)
+        if received:
+            chain_file_hash(
+                source_id=source_id,
+                source_file_id=file_id,
+                file_bytes=size,
+                sha256=received,
+                scope="received",
+            )
+    return sealed

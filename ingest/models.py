@@ -422,6 +422,7 @@ class CustodyLink(models.Model):
         EVENTS = "events", "events stored"
         FLAGS = "flags", "flag added to stored events"
         FILE = "file", "file hash so far"
+        ADOPTED = "adopted", "events stored before the chain existed, sealed when it began"
 
     source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="custody_links")
     seq = models.BigIntegerField(help_text="1, 2, 3... per source, in commit order")

@@ -26,6 +26,7 @@ from ingest.models import CustodyHead, CustodyLink, Source, SourceFile
 from ingest.store import EVENT_COLUMNS, stored_copy_line
 
 ALTERED, UNCHECKED, OK = "altered", "unchecked", "ok"
+BATCHES = (CustodyLink.Kind.EVENTS, CustodyLink.Kind.ADOPTED)  # links that hold events
 MAX_IDS_LISTED = 50  # event ids named in one finding
 _COLUMNS = ", ".join(f'"{c}"' for c in ("id", *EVENT_COLUMNS))  # constants of ingest.store
 
@@ -84,10 +85,20 @@ def verify_store(v: Verification, sources: Iterable[Source]) -> None:
     corrections = flag_corrections()
     for source in sources:
         links = verify_chain(v, source)
-        covered = 0
+        covered = adopted = 0
         for link in links:
-            if link.kind == CustodyLink.Kind.EVENTS:
-                covered += verify_batch(v, source, link, corrections)
+            if link.kind in BATCHES:
+                n = verify_batch(v, source, link, corrections)
+                covered += n
+                adopted += n if link.kind == CustodyLink.Kind.ADOPTED else 0
+        if adopted:
+            said = f"{adopted} event(s) stored before the chain existed were sealed when it began"
+            v.add(
+                OK,
+                "events",
+                said + ": edits since then would show; before, nothing can tell",
+                source=source.name,
+            )
         find_uncovered(v, source, links, covered)
 
 
@@ -251,7 +262,7 @@ def find_uncovered(v: Verification, source: Source, links: list[CustodyLink], co
         return
     ranges = defaultdict(list)
     for link in links:
-        if link.kind == CustodyLink.Kind.EVENTS:
+        if link.kind in BATCHES:
             ranges[link.source_file_id].append(
                 (link.id_after, link.id_last, link.offset_min, link.offset_max)
             )

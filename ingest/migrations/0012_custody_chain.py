@@ -4,6 +4,13 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
+def seal_stored_events(apps, schema_editor):
+    """Events stored before the chain existed, as they are now: checked from here on."""
+    from ingest.custody import adopt_stored_events
+
+    adopt_stored_events()
+
+
 def received_hashes_apart(apps, schema_editor):
     """Before this migration, `sha256` held an upload's hash as received and, for files read
     whole by `ingest`, the hash of their bytes on disk. Uploads and compressed files keep that as
@@ -72,6 +79,7 @@ class Migration(migrations.Migration):
                             ("events", "events stored"),
                             ("flags", "flag added to stored events"),
                             ("file", "file hash so far"),
+                            ("adopted", "events stored before the chain existed, sealed when it began"),
                         ],
                         max_length=10,
                     ),
@@ -115,4 +123,5 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.RunPython(received_hashes_apart, migrations.RunPython.noop),
+        migrations.RunPython(seal_stored_events, migrations.RunPython.noop),
     ]

@@ -391,3 +391,26 @@ def test_links_appended_at_once_by_several_workers_chain_in_commit_order() -> No
     assert [(f.status, f.message) for f in v.findings] == [("ok", "40 links, each following the one before")]
     order = [link.committed_at for link in links]
     assert order == sorted(order)
+
+
+def test_events_stored_before_the_chain_are_sealed_by_its_migration(tmp_path: Path) -> None:
+    """Migration 0012 runs adopt_stored_events on a store that has events and no chain."""
+    from django.db import transaction
+
+    from ingest.custody import adopt_stored_events
+
+    ingest_copy(tmp_path, CRIME_SCENE)
+    sql("DELETE FROM ingest_custodylink", [])  # the store as it was before the chain
+    sql("DELETE FROM ingest_custodyhead", [])
+    assert "in no batch of its chain" in verify()[1]
+    with transaction.atomic():
+        assert adopt_stored_events(batch=50) == Event.objects.count()
+    status, out = verify("--all-events")
+    assert status == 0, out
+    assert (
+        f"{Event.objects.count()} event(s) stored before the chain existed were sealed when it began" in out
+    )
+    victim = Event.objects.order_by("id")[60]
+    sql("UPDATE ingest_event SET sql = 'SELECT 1' WHERE id = %s", [victim.pk])
+    status, out = verify()
+    assert status == 1 and f"(event ids {victim.pk})" in out
