@@ -240,7 +240,9 @@ def pin(request: HttpRequest) -> HttpResponse:
             if not request.htmx:
                 return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#evidence")
             return render(request, "investigations/pin.html#pinned", {"case": case, "pin": pinned})
-    return render(request, template, {"form": form, "event": event}, status=400 if form.errors else 200)
+    # htmx swaps only 2xx answers: the popover's form comes back with its errors as 200.
+    status = 400 if form.errors and not request.htmx else 200
+    return render(request, template, {"form": form, "event": event}, status=status)
 
 
 def _int(value: str | None) -> int | None:

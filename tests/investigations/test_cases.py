@@ -88,6 +88,11 @@ def test_pinning_into_a_new_case_opens_it_with_the_pinner_as_investigator(
     assert case.evidence.get().event_id == culprit.pk
     nameless = investigator_client.post(reverse("pin"), {"event": culprit.pk, "case": "new", "title": " "})
     assert nameless.status_code == 400 and "Name the new case." in nameless.content.decode()
+    in_popover = investigator_client.post(
+        reverse("pin"), {"event": culprit.pk, "case": "new", "title": ""}, HTTP_HX_REQUEST="true"
+    )
+    assert in_popover.status_code == 200  # htmx swaps it: the popover shows the error
+    assert "Name the new case." in in_popover.content.decode() and "<html" not in in_popover.content.decode()
 
 
 def test_the_case_page_shows_the_evidence_in_time_order_with_notes(investigator_client, investigator, events):
