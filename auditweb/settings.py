@@ -188,7 +188,7 @@ REST_FRAMEWORK = {
     ],
     # Each view says its role (investigations.roles.role_permission); one that does not refuses all.
     "DEFAULT_PERMISSION_CLASSES": ["investigations.roles.NoRoleDeclared"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "investigations.openapi.ErrorAwareAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -204,7 +204,13 @@ SPECTACULAR_SETTINGS = {
         "CaseStatusEnum": "investigations.models.Case.Status",
         "ReportStatusEnum": "investigations.models.Report.Status",
         "ReportFormatEnum": "investigations.models.Report.Format",
+        "SourceKindEnum": "ingest.models.Source.Kind",
+        "AlertKindEnum": "ingest.models.Alert.Kind",
     },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "investigations.openapi.allow_empty_filters",
+    ],
 }
 
 CELERY_BROKER_URL = REDIS_URL

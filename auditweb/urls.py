@@ -19,3 +19,5 @@ urlpatterns = [
     path("api/v1/", include("investigations.api_urls")),
     path("", include("investigations.urls")),
 ]
+
+handler404 = "investigations.openapi.not_found"  # JSON under /api/

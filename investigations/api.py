@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-
 import django_filters
-from django.db.models import F
 from django.http import QueryDict, StreamingHttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.types import OpenApiTypes
@@ -18,9 +14,10 @@ from rest_framework.response import Response
 
 from ingest.alerts import BadCursor as BadAlertCursor
 from ingest.alerts import alerts_after
-from ingest.models import Event
 from investigations import audit
-from investigations.query import BadCursor, EventFilter, filter_events, keyset_page
+from investigations.export import export_lines
+from investigations.openapi import EMPTY_MEANS_ANY
+from investigations.query import STATEMENT_TYPE_PATTERN, BadCursor, EventFilter, filter_events, keyset_page
 from investigations.roles import Role, role_permission
 from investigations.serializers import (
     AlertPageSerializer,
@@ -31,7 +28,6 @@ from investigations.serializers import (
 
 API_PAGE_SIZE = 100
 API_MAX_PAGE_SIZE = 1000
-EXPORT_CHUNK = 2000  # rows fetched at a time by the NDJSON export
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
@@ -72,8 +68,10 @@ def param_parameters(filterset: type[django_filters.FilterSet], examples: dict) 
                 kind,
                 description=str(f.extra.get("help_text", "")),
                 many=isinstance(f, django_filters.MultipleChoiceFilter),
+                pattern=STATEMENT_TYPE_PATTERN if name == "statement_type" else None,
                 enum=[c[0] for c in choices] if choices else None,
                 examples=[OpenApiExample(name, value=examples[name])] if name in examples else [],
+                extensions={EMPTY_MEANS_ANY: True},
             )
         )
     return parameters
@@ -183,43 +181,6 @@ def alert_list(request: Request) -> Response:
     return Response({"next": next_url, "cursor": page.next_cursor, "results": results})
 
 
-ECS_VERSION = "8.11.0"
-
-
-def _ecs(event: Event, plain: dict) -> dict:
-    """One event in Elastic Common Schema field names (what ECS has no field for under `auditweb`)."""
-    outcome = {"ok": "success", None: "unknown"}.get(event.status, "failure")
-    who = {k: v for k, v in (("address", event.host), ("ip", event.ip)) if v}
-    return {
-        "@timestamp": plain["occurred_at"],
-        "ecs": {"version": ECS_VERSION},
-        "message": event.sql,
-        "event": {
-            "kind": "event",
-            "category": ["database"],
-            "type": ["change"] if event.destructive else ["access"],
-            "action": event.statement_type or event.command,
-            "outcome": outcome,
-            "id": str(event.pk),
-            "dataset": "auditweb.events",
-        },
-        "service": {"type": "mysql", "name": event.server},
-        "user": {"name": event.user} if event.user else {},
-        "client": {**who, "user": {"name": event.user}} if event.user else who,
-        "related": {"user": [event.user] if event.user else [], "ip": [event.ip] if event.ip else []},
-        "log": {"file": {"path": plain["source"]["file"]}, "offset": event.byte_offset},
-        "tags": sorted(event.flags),
-        "auditweb": {key: plain[key] for key in _AUDITWEB_ONLY},
-    }
-
-
-# What ECS has no field for: kept under `auditweb`, as /api/v1/events/ names it.
-_AUDITWEB_ONLY = (
-    *("session", "connection_id", "database", "command", "statement_type", "tables", "destructive"),
-    *("flags", "fingerprint", "rows_affected", "status", "source", "client"),
-)
-
-
 @extend_schema(
     parameters=[
         *filter_parameters(),
@@ -235,9 +196,9 @@ _AUDITWEB_ONLY = (
     summary="Every event of a filter as NDJSON, oldest first, streamed",
     operation_id="events_export",
     description=(
-        "One JSON object a line, for bulk loading into Elastic, OpenSearch or a file. The rows are "
-        "read from the database in chunks and written as they come, so memory does not grow "
-        "with the number of events."
+        "One JSON object a line, for bulk loading into Elastic, OpenSearch or a file. PostgreSQL "
+        "builds each line and the lines are passed on as they come, so memory does not grow with "
+        "the number of events (a million and more). The filters are those of /api/v1/events/."
     ),
 )
 @api_view(["GET"])
@@ -250,26 +211,6 @@ def event_export(request: Request) -> StreamingHttpResponse:
     if schema not in ("auditweb", "ecs"):
         raise ValidationError({"schema": "`auditweb` or `ecs`."})
     audit.record(request, audit.Action.EXPORT, filters=audit.filters_of(request.query_params), schema=schema)
-    events = flt.qs.select_related("session", "source_file")
-    events = events.order_by(F("occurred_at").asc(nulls_last=True), "id")  # time unknown: last
-
-    def lines() -> Iterator[bytes]:
-        chunk: list[Event] = []
-        for event in events.iterator(chunk_size=EXPORT_CHUNK):  # a server-side cursor
-            chunk.append(event)
-            if len(chunk) == EXPORT_CHUNK:
-                yield _ndjson(chunk, schema)
-                chunk = []
-        yield _ndjson(chunk, schema)
-
-    response = StreamingHttpResponse(lines(), content_type="application/x-ndjson")
+    response = StreamingHttpResponse(export_lines(flt.qs, schema), content_type="application/x-ndjson")
     response["Content-Disposition"] = f'attachment; filename="auditweb-events-{schema}.ndjson"'
     return response
-
-
-def _ndjson(events: list[Event], schema: str) -> bytes:
-    """Lines of NDJSON for these events (one serializer for all: building one costs more than a row)."""
-    rows = EventSerializer(events, many=True).data
-    if schema == "ecs":
-        rows = [_ecs(event, row) for event, row in zip(events, rows, strict=True)]
-    return b"".join(json.dumps(row).encode() + b"\n" for row in rows)

@@ -228,8 +228,11 @@ def session_detail(request: Request, session_id: int) -> Response:
 def table_list(request: Request) -> Response:
     params = request.query_params
     size = min(page_size(params), TABLES_MAX)
+    search, after = params.get("q", "").strip()[:400], params.get("after", "")[:400]
+    if "\x00" in search + after:  # PostgreSQL text holds no NUL, and no table name has one
+        raise ValidationError({"q": "No NUL characters."})
     tables_seen_refresh_due(queue_tables_refresh)
-    listing = tables_seen(params.get("q", "").strip()[:400], size, after=params.get("after", "")[:400])
+    listing = tables_seen(search, size, after=after)
     last = listing.tables[-1].name if listing.more and listing.tables else None
     return Response(
         {

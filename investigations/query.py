@@ -10,12 +10,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import django_filters
+from django import forms
 from django.db import OperationalError, connection, transaction
 from django.db.models import Count, DateTimeField, Exists, F, Func, Max, Min, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
@@ -31,11 +33,85 @@ STATEMENT_TYPES = [
     "LOAD DATA", "CREATE USER", "DROP USER", "ALTER USER", "SET PASSWORD", "BEGIN", "COMMIT", "ROLLBACK",
 ]  # fmt: skip
 
+# What a statement type looks like (the classifier's upper-case verb phrases); the API documents it.
+STATEMENT_TYPE_PATTERN = "^[A-Z][A-Z_ ]{0,59}$"
+STATEMENT_TYPE = re.compile(STATEMENT_TYPE_PATTERN.strip("^$"))
+
 # Flags the pipeline sets (README "Flags on events"), offered by the explorer's form.
 FLAGS = [
     "anti_forensic", "privilege_change", "no_where", "rolled_back", "failed", "unattributed",
     "multi_table", "multi_statement", "routine", "prepared", "unparsed", "time_unknown", "sql_truncated",
 ]  # fmt: skip
+
+
+BIGINT = 2**63  # PostgreSQL's bigint holds -BIGINT .. BIGINT - 1
+
+
+class WholeNumberField(forms.IntegerField):
+    """Digits only: Django's IntegerField also takes `1.0` as 1."""
+
+    def to_python(self, value: object) -> int | None:
+        if isinstance(value, str) and value.strip() and not re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            raise forms.ValidationError("A whole number.", code="invalid")
+        return super().to_python(value)
+
+
+class BigIntegerFilter(django_filters.NumberFilter):
+    """A whole number a bigint column can hold: `1.5` or `99999999999999999999` is refused (400)
+    rather than compared in decimals or sent to PostgreSQL to overflow."""
+
+    field_class = WholeNumberField
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("min_value", -BIGINT)
+        kwargs.setdefault("max_value", BIGINT - 1)
+        super().__init__(*args, **kwargs)
+
+
+class StrictBooleanField(forms.NullBooleanField):
+    """`true`/`false` (or `1`/`0`, any case); empty is "not given". Django's NullBooleanField reads
+    anything else as "not given" too, so `destructive=yes` would silently filter nothing."""
+
+    def to_python(self, value: object) -> bool | None:
+        if value in (None, ""):
+            return None
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1"):
+            return True
+        if text in ("false", "0"):
+            return False
+        raise forms.ValidationError("Give true or false.", code="invalid")
+
+    def validate(self, value: object) -> None:
+        pass
+
+
+class BooleanFilter(django_filters.BooleanFilter):
+    field_class = StrictBooleanField
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        kwargs.setdefault("widget", forms.TextInput)  # (django-filter's reads other words as None)
+        super().__init__(*args, **kwargs)
+
+
+class UtcDateTimeField(django_filters.fields.IsoDateTimeField):
+    """An ISO 8601 time, turned into UTC here: PostgreSQL takes offsets up to 15:59 only (Python
+    up to 23:59), and a time that is no instant AuditWeb can compare is refused (400)."""
+
+    def to_python(self, value: object) -> datetime | None:
+        when = super().to_python(value)
+        if when is None:
+            return None
+        try:
+            return when.astimezone(UTC)
+        except (OverflowError, ValueError):
+            raise forms.ValidationError("This time is out of range.", code="invalid") from None
+
+
+class TimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcDateTimeField
 
 
 def _like_escape(text: str) -> str:
@@ -53,20 +129,18 @@ class EventFilter(django_filters.FilterSet):
     statement_type = django_filters.MultipleChoiceFilter(
         field_name="statement_type",
         choices=[(t, t) for t in STATEMENT_TYPES],
-        help_text="Statement type (repeatable), e.g. DELETE",
+        help_text="Statement type (repeatable), upper case as the classifier names it: DELETE, DROP TABLE...",
     )
-    destructive = django_filters.BooleanFilter(field_name="destructive", help_text="Only (or no) destructive")
+    destructive = BooleanFilter(field_name="destructive", help_text="Only (or no) destructive")
     flag = django_filters.CharFilter(method="filter_flag", help_text="A flag, e.g. no_where or unattributed")
-    connection_id = django_filters.NumberFilter(
+    connection_id = BigIntegerFilter(
         field_name="connection_id", help_text="The server's connection (thread) id"
     )
     session = django_filters.CharFilter(
         field_name="session__key", help_text="Session key `server/boot/connection id`, exactly"
     )
-    since = django_filters.IsoDateTimeFilter(
-        field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601"
-    )
-    until = django_filters.IsoDateTimeFilter(field_name="occurred_at", lookup_expr="lt", help_text="ISO 8601")
+    since = TimeFilter(field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601")
+    until = TimeFilter(field_name="occurred_at", lookup_expr="lt", help_text="ISO 8601")
     q = django_filters.CharFilter(method="filter_text", help_text="Text in the SQL (case-insensitive)")
 
     class Meta:
@@ -87,7 +161,8 @@ class EventFilter(django_filters.FilterSet):
         )
         if isinstance(values, str):
             values = [values]
-        return [v for v in values if isinstance(v, str) and 0 < len(v) <= 60]
+        # Anything else (lower case, a NUL...) stays no choice, and is refused.
+        return [v for v in values if isinstance(v, str) and STATEMENT_TYPE.fullmatch(v)]
 
     def filter_table(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         value = value.strip()
@@ -389,15 +464,13 @@ class GapFilter(django_filters.FilterSet):
     """Gaps of one server or source, overlapping a time window (an open gap reaches the present)."""
 
     server = django_filters.CharFilter(field_name="server", help_text="Server label, exactly")
-    source = django_filters.NumberFilter(field_name="source_file__source_id", help_text="Source id")
+    source = BigIntegerFilter(field_name="source_file__source_id", help_text="Source id")
     reason = django_filters.ChoiceFilter(choices=Gap.Reason.choices, help_text="Why nothing was recorded")
-    since = django_filters.IsoDateTimeFilter(
+    since = TimeFilter(
         method="filter_since", help_text="ISO 8601: gaps that end after it (or are still open)"
     )
-    until = django_filters.IsoDateTimeFilter(
-        method="filter_until", help_text="ISO 8601: gaps that start before it"
-    )
-    open = django_filters.BooleanFilter(
+    until = TimeFilter(method="filter_until", help_text="ISO 8601: gaps that start before it")
+    open = BooleanFilter(
         field_name="ended_at", lookup_expr="isnull", help_text="Only gaps still open (or only closed ones)"
     )
 
@@ -431,16 +504,16 @@ class SessionFilter(django_filters.FilterSet):
     user = django_filters.CharFilter(field_name="user", help_text="Account name, exactly")
     host = django_filters.CharFilter(field_name="host", help_text="Client host or IP, exactly")
     server = django_filters.CharFilter(field_name="server", help_text="Server label, exactly")
-    connection_id = django_filters.NumberFilter(
+    connection_id = BigIntegerFilter(
         field_name="connection_id", help_text="The server's connection (thread) id"
     )
-    since = django_filters.IsoDateTimeFilter(
+    since = TimeFilter(
         field_name="started_at", lookup_expr="gte", help_text="ISO 8601: sessions that began at or after it"
     )
-    until = django_filters.IsoDateTimeFilter(
+    until = TimeFilter(
         field_name="started_at", lookup_expr="lt", help_text="ISO 8601: sessions that began before it"
     )
-    destructive = django_filters.BooleanFilter(
+    destructive = BooleanFilter(
         method="filter_destructive", help_text="Only sessions that ran a destructive statement"
     )
 

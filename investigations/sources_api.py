@@ -58,6 +58,21 @@ class IngestRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
         read_only_fields = fields
 
 
+class SourceInputSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """What a client may send to create or change a source (SourceForm checks it)."""
+
+    class Meta:
+        model = Source
+        fields = SourceForm.Meta.fields
+
+
+def _fields(request: Request) -> dict:
+    """The request's fields: a JSON object or a form (anything else is refused, not crashed on)."""
+    if not hasattr(request.data, "items"):
+        raise ValidationError({"detail": "Send the source's fields as a JSON object."})
+    return dict(request.data.items())
+
+
 def _form_errors(form: SourceForm) -> ValidationError:
     return ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})
 
@@ -85,8 +100,8 @@ _NEW_SOURCE = OpenApiExample(
 
 
 @extend_schema(
-    request=SourceSerializer,
-    responses=SourceSerializer(many=True),
+    request=SourceInputSerializer,
+    responses={200: SourceSerializer(many=True), 201: SourceSerializer},
     summary="Sources",
     description="GET lists every source with its health; POST adds one (the fields of the Sources page).",
     examples=[_NEW_SOURCE],
@@ -95,7 +110,7 @@ _NEW_SOURCE = OpenApiExample(
 @permission_classes([role_permission(Role.VIEWER, write=Role.ADMIN)])
 def source_list(request: Request) -> Response:
     if request.method == "POST":
-        form = SourceForm(request.data)
+        form = SourceForm(_fields(request))
         if not form.is_valid():
             raise _form_errors(form)
         source = form.save()
@@ -106,7 +121,7 @@ def source_list(request: Request) -> Response:
 
 @extend_schema(
     parameters=[_SOURCE_ID],
-    request=SourceSerializer,
+    request=SourceInputSerializer,
     responses=SourceSerializer,
     summary="One source",
     description="GET shows it with its health; PATCH changes the fields given and leaves the others.",
@@ -118,7 +133,7 @@ def source_detail(request: Request, source_id: int) -> Response:
     source = get_object_or_404(Source, pk=source_id)
     if request.method == "PATCH":
         data = {name: getattr(source, name) for name in SourceForm.Meta.fields}
-        data.update(request.data.items())
+        data.update(_fields(request))
         form = SourceForm(data, instance=source)
         if not form.is_valid():
             raise _form_errors(form)

@@ -1,0 +1,183 @@
+"""The NDJSON export, built by PostgreSQL: each line is a `json_build_object` of one event, and the
+lines come through `COPY ... TO STDOUT` as the server writes them.
+
+Why there: DRF's serializer built about 5,500 lines/s; building the lines in Python from a
+server-side cursor's tuples (orjson) costs about 20 us a row in this one process (half of it
+psycopg making the tuples), so it cannot pass 50,000/s either. PostgreSQL builds the same JSON in
+C, in parallel workers on both cores, and COPY hands the finished lines over with almost no work
+left for Python (docs/benchmarks.md has the figures).
+
+COPY's text and CSV formats escape what they send; JSON text never holds a raw control
+character (PostgreSQL escapes every one below 0x20, newline included, as JSON requires), so
+CSV with \\x01 as quote and \\x02 as delimiter has nothing to quote and passes each JSON text
+through as it is, one line per event.
+
+The filters are the query layer's (`filter_events`): their queryset becomes the inner SELECT
+(Django's SQL and parameters); the JSON around it is fixed text naming columns, no values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db import connection
+from django.db.models import QuerySet
+from psycopg.abc import Buffer
+from psycopg.pq import TransactionStatus
+
+from ingest.models import Event
+
+ECS_VERSION = "8.11.0"
+CHUNK_BYTES = 256 * 1024  # lines are handed to the web server in pieces of about this size
+WORK_MEM = "64MB"  # for the export's sort (PostgreSQL's default, 4 MB, spills sooner to disk)
+
+# The event's columns the inner query selects (the filter's WHERE applies to them).
+COLUMNS = (
+    "id", "occurred_at", "server", "session_id", "connection_id", "user", "host", "ip", "database",
+    "command", "statement_type", "tables", "destructive", "flags", "sql", "fingerprint",
+    "rows_affected", "status", "source_file_id", "line", "byte_offset",
+)  # fmt: skip
+
+# Each line is JSON text put together in SQL: constant parts as literals, each value through
+# to_json (which escapes it) or ::text. One json_build_object per object cost about 1 us per
+# field in type look-ups, and ECS has sixteen objects a line; this is about twice as fast.
+
+
+def _obj(*pairs: tuple[str, str]) -> str:
+    """SQL for the JSON text of an object: (key, SQL giving the value's JSON text) pairs."""
+    parts = []
+    for n, (key, value) in enumerate(pairs):
+        assert key.isidentifier() or key == "@timestamp"  # constants of this module, nothing quoted
+        parts.append(f"'{'{' if n == 0 else ','}\"{key}\":' || {value}")
+    return "(" + " || ".join(parts) + " || '}')"
+
+
+def _str(column: str) -> str:
+    return f"COALESCE(to_json({column})::text, 'null')"
+
+
+def _num(column: str) -> str:
+    return f"COALESCE({column}::text, 'null')"
+
+
+def _const(text: str) -> str:
+    assert "'" not in text and "\\" not in text  # a constant JSON text of this module
+    return f"'{text}'"
+
+
+_TIME = """COALESCE('"' || to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+    || '"', 'null')"""
+_ARRAY = "COALESCE(array_to_json({})::text, '[]')"
+_BOOL = "CASE WHEN {} THEN 'true' ELSE 'false' END"
+_SOURCE = _obj(("file", _str("f.path")), ("sha256", _str("f.sha256")), ("line", _num("e.line")),
+               ("offset", _num("e.byte_offset")))  # fmt: skip
+_CLIENT = _obj(("program", _str("s.program")), ("os_user", _str("s.os_user")))
+
+# One event as /api/v1/events/ shows it (investigations.serializers.EventSerializer), in its order.
+PLAIN = _obj(
+    ("id", _num("e.id")), ("occurred_at", _TIME), ("server", _str("e.server")), ("session", _str("s.key")),
+    ("user", _str('e."user"')), ("host", _str("e.host")), ("ip", _str("e.ip")),
+    ("connection_id", _num("e.connection_id")), ("database", _str("e.database")),
+    ("command", _str("e.command")), ("statement_type", _str("e.statement_type")),
+    ("tables", _ARRAY.format("e.tables")), ("destructive", _BOOL.format("e.destructive")),
+    ("flags", _ARRAY.format("e.flags")), ("sql", _str("e.sql")), ("fingerprint", _str("e.fingerprint")),
+    ("rows_affected", _num("e.rows_affected")), ("status", _str("e.status")),
+    ("source", _SOURCE), ("client", _CLIENT),
+)  # fmt: skip
+
+# The same event in Elastic Common Schema names (README "ECS field names" lists the mapping);
+# what ECS has no field for stays under `auditweb`, named as /api/v1/events/ names it. An empty
+# user, host or ip is left out, as ECS wants absent rather than empty values.
+ECS_AUDITWEB_FIELDS = (
+    "session", "connection_id", "database", "command", "statement_type", "tables", "destructive",
+    "flags", "fingerprint", "rows_affected", "status", "source", "client",
+)  # fmt: skip
+_NAMED = """'{"name":' || to_json(e."user")::text || '}'"""
+# `client`: address, ip and user, each only when known.
+_CLIENT_ECS = (
+    """'{' || concat_ws(',',
+    CASE WHEN e.host <> '' THEN '"address":' || to_json(e.host)::text END,
+    CASE WHEN e.ip <> '' THEN '"ip":' || to_json(e.ip)::text END,
+    CASE WHEN e."user" <> '' THEN '"user":' || """
+    + _NAMED
+    + """ END) || '}'"""
+)
+# Flags are stored sorted, but a later correction (rolled_back) appends: sort when there are two+.
+_TAGS = """CASE WHEN cardinality(e.flags) < 2 THEN COALESCE(array_to_json(e.flags)::text, '[]')
+    ELSE array_to_json(ARRAY(SELECT t FROM unnest(e.flags) AS t ORDER BY t COLLATE "C"))::text END"""
+_OUTCOME = """CASE WHEN e.status IS NULL THEN '"unknown"' WHEN e.status = 'ok' THEN '"success"'
+    ELSE '"failure"' END"""
+ECS = _obj(
+    ("@timestamp", _TIME),
+    ("ecs", _const('{"version":"' + ECS_VERSION + '"}')),
+    ("message", _str("e.sql")),
+    ("event", _obj(
+        ("kind", _const('"event"')), ("category", _const('["database"]')),
+        ("type", """CASE WHEN e.destructive THEN '["change"]' ELSE '["access"]' END"""),
+        ("action", _str("COALESCE(NULLIF(e.statement_type, ''), e.command)")),
+        ("outcome", _OUTCOME), ("id", "'\"' || e.id || '\"'"), ("dataset", _const('"auditweb.events"')),
+    )),
+    ("service", _obj(("type", _const('"mysql"')), ("name", _str("e.server")))),
+    ("user", f"""CASE WHEN e."user" <> '' THEN {_NAMED} ELSE '{{}}' END"""),
+    ("client", _CLIENT_ECS),
+    ("related", _obj(
+        ("user", """CASE WHEN e."user" <> '' THEN '[' || to_json(e."user")::text || ']' ELSE '[]' END"""),
+        ("ip", """CASE WHEN e.ip <> '' THEN '[' || to_json(e.ip)::text || ']' ELSE '[]' END"""),
+    )),
+    ("log", _obj(("file", _obj(("path", _str("f.path")))), ("offset", _num("e.byte_offset")))),
+    ("tags", _TAGS),
+    ("auditweb", _obj(
+        ("session", _str("s.key")), ("connection_id", _num("e.connection_id")),
+        ("database", _str("e.database")), ("command", _str("e.command")),
+        ("statement_type", _str("e.statement_type")), ("tables", _ARRAY.format("e.tables")),
+        ("destructive", _BOOL.format("e.destructive")), ("flags", _ARRAY.format("e.flags")),
+        ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
+        ("status", _str("e.status")), ("source", _SOURCE), ("client", _CLIENT),
+    )),
+)  # fmt: skip
+
+# Oldest first; events whose time is unknown last (as they were read). LEFT joins: an event is
+# never dropped for a missing row beside it.
+_EXPORT = """COPY (
+    SELECT {line} FROM ({events}) AS e
+    LEFT JOIN ingest_session s ON s.id = e.session_id
+    LEFT JOIN ingest_sourcefile f ON f.id = e.source_file_id
+    ORDER BY e.occurred_at ASC NULLS LAST, e.id
+) TO STDOUT WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"""
+
+
+def export_lines(events: QuerySet[Event], schema: str) -> Iterator[bytes]:
+    """NDJSON of these events (a filtered queryset), oldest first, in pieces of CHUNK_BYTES.
+
+    1. The filter's queryset, reduced to the columns above, is the inner query (its WHERE, its
+       parameters); the line's JSON joins the session and the source file to it.
+    2. The statement has no time limit (an export of millions of events runs for minutes by
+       design) and more memory to sort in; both settings are reset afterwards.
+    3. A consumer that stops reading (the client went away: the web server closes this
+       generator) leaves the `with` by GeneratorExit; psycopg then cancels the COPY on the
+       server and drains what was already sent, so the connection is left idle and reusable.
+    """
+    inner, params = events.order_by().values(*COLUMNS).query.sql_with_params()
+    statement = _EXPORT.format(line=ECS if schema == "ecs" else PLAIN, events=inner)
+    connection.ensure_connection()
+    with connection.connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT set_config('statement_timeout', '0', false), set_config('work_mem', %s, false)",
+            [WORK_MEM],
+        )
+        try:
+            with cursor.copy(statement, params) as copy:
+                pending: list[Buffer] = []
+                size = 0
+                for row in copy:  # one line each (bytes psycopg owns: safe to keep)
+                    pending.append(row)
+                    size += len(row)
+                    if size >= CHUNK_BYTES:
+                        yield b"".join(pending)
+                        pending, size = [], 0
+                if pending:
+                    yield b"".join(pending)
+        finally:
+            if connection.connection.info.transaction_status != TransactionStatus.INERROR:
+                cursor.execute("RESET statement_timeout")
+                cursor.execute("RESET work_mem")
