@@ -205,6 +205,7 @@ SPECTACULAR_SETTINGS = {
         "ReportStatusEnum": "investigations.models.Report.Status",
         "ReportFormatEnum": "investigations.models.Report.Format",
         "SourceKindEnum": "ingest.models.Source.Kind",
+        "SourceFormatEnum": "ingest.models.Source.Format",
         "AlertKindEnum": "ingest.models.Alert.Kind",
     },
     "POSTPROCESSING_HOOKS": [

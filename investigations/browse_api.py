@@ -279,6 +279,8 @@ def table_history(request: Request, name: str) -> Response:
     params["table"] = name
     events = _valid(filter_events(params)).select_related("session", "source_file")
     page = _keyset(events, request)
+    filters = audit.filters_of(params)
+    audit.record(request, audit.Action.SEARCH, where="api", filters=filters, shown=len(page.items))
     qualified = "." in name  # (renames are followed by qualified names, as the table page does)
     later = renamed_to([name]) if qualified else []
     earlier = renamed_from(name) if qualified else []

@@ -33,6 +33,7 @@ from investigations.cases import (
     note_add,
 )
 from investigations.models import Case, CaseNote, Evidence, Report
+from investigations.openapi import EMPTY_MEANS_ANY
 from investigations.reports import content
 from investigations.reports.generate import report_request
 from investigations.roles import Role, role_permission
@@ -207,6 +208,7 @@ def _valid(serializer: serializers.Serializer) -> dict[str, Any]:  # type: ignor
             enum=["open", "closed"],
             description="Only open or only closed cases (default: all)",
             examples=[OpenApiExample("open", "open")],
+            extensions={EMPTY_MEANS_ANY: True},
         )
     ],
     request=CaseInputSerializer,
@@ -230,6 +232,9 @@ def _valid(serializer: serializers.Serializer) -> dict[str, Any]:  # type: ignor
 @api_view(["GET", "POST"])
 @permission_classes([role_permission(Role.INVESTIGATOR)])
 def case_list(request: Request) -> Response:
+    wanted = request.query_params.get("status", "")
+    if wanted and wanted not in Case.Status.values:  # a misspelt status must not list every case
+        raise ValidationError({"status": "open or closed."})
     if request.method == "POST":
         data = _valid(CaseInputSerializer(data=request.data))
         data.pop("status", None)
@@ -237,8 +242,8 @@ def case_list(request: Request) -> Response:
         audit.record(request, audit.Action.CASE_CREATE, case=case.pk, title=case.title)
         return Response(CaseSerializer(case).data, status=status.HTTP_201_CREATED)
     cases = Case.objects.select_related("created_by").prefetch_related("investigators")
-    if request.query_params.get("status") in Case.Status.values:
-        cases = cases.filter(status=request.query_params["status"])
+    if wanted:
+        cases = cases.filter(status=wanted)
     return Response(CaseSerializer(cases.order_by("-updated_at", "-pk")[:1000], many=True).data)
 
 
@@ -428,7 +433,7 @@ def report_detail(request: Request, report_id: int) -> Response:
 
 @extend_schema(
     parameters=[_REPORT_ID],
-    responses={(200, "application/octet-stream"): OpenApiTypes.BINARY},
+    responses={(200, media): OpenApiTypes.BINARY for media in CONTENT_TYPES.values()},
     summary="Download a report",
     description="The report's file (PDF, CSV or JSON) as an attachment; its SHA-256 is in the "
     "`X-Content-SHA256` header and at /api/v1/reports/<id>/. 404 until the report is done.",

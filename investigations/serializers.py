@@ -36,7 +36,8 @@ class UtcDateTimeField(serializers.DateTimeField):
     def to_representation(self, value: datetime | None) -> str | None:
         if value is None:
             return None
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        utc = value.astimezone(UTC)
+        return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")  # (%Y drops the zeros of 255)
 
 
 class EventSerializer(serializers.ModelSerializer):
