@@ -100,9 +100,10 @@ def alert_cursor(alert: Alert) -> str:
     return str(alert.position)
 
 
-def alerts_after(cursor: str | None, size: int) -> AlertPage:
+def alerts_after(cursor: str | None, size: int, *, with_events: bool = True) -> AlertPage:
     """The alerts after `cursor` (from the first one when None), at most `size`, in order; each
-    event alert with its event as `alert.event` (None for health alerts)."""
+    event alert with its event as `alert.event` (None for health alerts), unless `with_events` is
+    False (the API looks the events up itself, as JSON: `investigations.export.events_as_api`)."""
     alerts = Alert.objects.select_related("source").order_by("position")
     if cursor:
         if not cursor.isdigit() or len(cursor) > 19:
@@ -111,6 +112,8 @@ def alerts_after(cursor: str | None, size: int) -> AlertPage:
     items = list(alerts[: size + 1])
     more = len(items) > size
     items = items[:size]
+    if not with_events:
+        return AlertPage(items, alert_cursor(items[-1]) if items else cursor, more)
     events = _events_of(items)
     for alert in items:
         key = (alert.event_time, bytes(alert.event_hash)) if alert.event_hash is not None else None
@@ -133,5 +136,5 @@ def _events_of(alerts: list[Alert]) -> dict[tuple[datetime | None, bytes], Event
             output_field=BooleanField(),
         )
         match |= Q(pairs, occurred_at__in=[t for t, _ in timed])  # (the times prune partitions)
-    events = Event.objects.filter(match).select_related("session", "source_file")
+    events = Event.objects.filter(match).select_related("session", "source_file").defer("raw")
     return {(e.occurred_at, bytes(e.record_hash)): e for e in events}

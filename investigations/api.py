@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from ingest.alerts import BadCursor as BadAlertCursor
 from ingest.alerts import alerts_after
 from investigations import audit
-from investigations.export import export_lines
+from investigations.export import events_as_api, export_lines
 from investigations.openapi import EMPTY_MEANS_ANY
 from investigations.query import STATEMENT_TYPE_PATTERN, BadCursor, EventFilter, filter_events, keyset_page
 from investigations.roles import Role, role_permission
@@ -169,7 +169,7 @@ def event_list(request: Request) -> Response:
 def alert_list(request: Request) -> Response:
     after = request.query_params.get("after") or None
     try:
-        page = alerts_after(after, page_size(request.query_params))
+        page = alerts_after(after, page_size(request.query_params), with_events=False)
     except BadAlertCursor as e:
         raise ValidationError({"after": str(e)}) from None
     next_url = None
@@ -177,8 +177,14 @@ def alert_list(request: Request) -> Response:
         params = request.query_params.copy()
         params["after"] = page.next_cursor
         next_url = request.build_absolute_uri(request.path + "?" + params.urlencode())
-    results = AlertSerializer(page.items, many=True).data
-    return Response({"next": next_url, "cursor": page.next_cursor, "results": results})
+    return Response({"next": next_url, "cursor": page.next_cursor, "results": alerts_data(page.items)})
+
+
+def alerts_data(alerts: list) -> list:
+    """The alerts as the feed shows them, each event alert with its event as /api/v1/events/ shows
+    it (built by PostgreSQL for the whole page at once: `export.events_as_api`)."""
+    keys = [(a.event_time, bytes(a.event_hash)) for a in alerts if a.event_hash is not None]
+    return AlertSerializer(alerts, many=True, context={"events": events_as_api(keys)}).data
 
 
 @extend_schema(

@@ -40,6 +40,9 @@ class UtcDateTimeField(serializers.DateTimeField):
         return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")  # (%Y drops the zeros of 255)
 
 
+_UTC = UtcDateTimeField()
+
+
 class EventSerializer(serializers.ModelSerializer):
     occurred_at = UtcDateTimeField(
         read_only=True, allow_null=True, help_text="UTC, microseconds; null when the log gave no usable time"
@@ -60,11 +63,11 @@ class EventSerializer(serializers.ModelSerializer):
         """The client program and operating-system user of the session, where the log names them."""
         return {"program": event.session.program, "os_user": event.session.os_user}
 
+    @extend_schema_field(SourcePositionSerializer)
     def get_source(self, event: Event) -> dict:
+        # (a plain dict: a SourcePositionSerializer per event cost more than the rest of the event)
         f = event.source_file
-        return SourcePositionSerializer(
-            {"file": f.path, "sha256": f.sha256, "line": event.line, "offset": event.byte_offset}
-        ).data
+        return {"file": f.path, "sha256": f.sha256, "line": event.line, "offset": event.byte_offset}
 
 
 class EventPageSerializer(serializers.Serializer):
@@ -89,13 +92,17 @@ class AlertSerializer(serializers.ModelSerializer):
     @extend_schema_field(UtcDateTimeField(allow_null=True))
     def get_occurred_at(self, alert: Alert) -> str | None:
         """The event's time, or when the trouble was found (UTC)."""
-        return UtcDateTimeField().to_representation(
-            alert.event_time if alert.event_hash else alert.created_at
-        )
+        return _UTC.to_representation(alert.event_time if alert.event_hash else alert.created_at)
 
     @extend_schema_field(EventSerializer(allow_null=True))
     def get_event(self, alert: Alert) -> dict | None:
-        """The event, for event alerts (`ingest.alerts.alerts_after` attaches it)."""
+        """The event, for event alerts: looked up for the whole page by the view (`api.alerts_data`),
+        or attached by `ingest.alerts.alerts_after`. Null also if the event is not in the store."""
+        if alert.event_hash is None:
+            return None
+        shown = self.context.get("events")
+        if shown is not None:
+            return shown.get((alert.event_time, bytes(alert.event_hash)))
         event = getattr(alert, "event", None)
         return EventSerializer(event).data if event is not None else None
 

@@ -200,3 +200,15 @@ def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their
     )
     assert sorted(a["event"]["id"] for a in alerts) == sorted(worth.values_list("id", flat=True))
     assert len(alerts) > first > 0
+
+
+def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+    from investigations.serializers import EventSerializer
+
+    ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
+    alerts, _ = poll_all(api_client)
+    assert len(alerts) > 5
+    for alert in alerts:
+        event = Event.objects.select_related("session", "source_file").get(pk=alert["event"]["id"])
+        assert alert["event"] == EventSerializer(event).data  # every field, the same values
+        assert (alert["server"], alert["occurred_at"]) == (event.server, alert["event"]["occurred_at"])

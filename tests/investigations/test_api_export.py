@@ -197,3 +197,87 @@ def test_a_client_that_goes_away_stops_the_export_and_leaves_the_connection_usab
         assert cursor.fetchone()[0] == "4MB"  # the default again
         cursor.execute("SELECT count(*) FROM ingest_event")
         assert cursor.fetchone()[0] == Event.objects.count() > 0
+
+
+# -- the README's ECS table is what the export does ----------------------------------------------
+
+
+def readme_ecs_table() -> list[tuple[list[str], list[str], str]]:
+    """(AuditWeb fields, ECS fields, how) of each row of the README's "ECS field names" table."""
+    import re
+
+    from ..conftest import REPO
+
+    text = (REPO / "README.md").read_text()
+    table = text.split("**4. ECS field names**", 1)[1].split("\n\n`tests/", 1)[0]
+    rows = []
+    for line in table.splitlines():
+        if line.startswith("| `") or line.startswith("| (constant)"):
+            ours, theirs, how = (cell.strip() for cell in line.strip().strip("|").split("|"))
+            rows.append((re.findall(r"`([^`]+)`", ours), re.findall(r"`([^`]+)`", theirs), how))
+    return rows
+
+
+def at(row: dict, path: str) -> object:
+    for key in [path] if path == "@timestamp" else path.split("."):
+        row = row[key]  # type: ignore[assignment]
+    return row
+
+
+def leaves(value: object, prefix: str = "") -> set[str]:
+    if isinstance(value, dict) and value:
+        return {leaf for k, v in value.items() for leaf in leaves(v, f"{prefix}{k}." if k else prefix)}
+    return {prefix.rstrip(".")}
+
+
+def test_the_readmes_ecs_table_is_what_the_export_writes(api_client, scene) -> None:  # type: ignore[no-untyped-def]
+    import json as jsonlib
+    import re
+
+    table = readme_ecs_table()
+    assert len(table) >= 15
+    plain_rows, ecs_rows = export(api_client), export(api_client, schema="ecs")
+    documented: set[str] = set()
+    for plain, ecs in zip(plain_rows, ecs_rows, strict=True):
+        for ours, theirs, how in table:
+            if ours == ["auditweb.<the same name>"] or theirs == ["auditweb.<the same name>"]:
+                for name in ours:
+                    assert at(ecs, f"auditweb.{name}") == at(plain, name)
+                    documented.add(f"auditweb.{name}")
+                continue
+            if not ours:  # constants: as many values in `how` as fields
+                values = [jsonlib.loads(v) if v.startswith("[") else v for v in re.findall(r"`([^`]+)`", how)]
+                for path, value in zip(theirs, values, strict=True):
+                    assert at(ecs, path) == value, path
+                    documented.add(path)
+                continue
+            (name,), (path,) = ours, theirs
+            value = at(plain, name)
+            documented.add(path)
+            if name in ("user", "host", "ip") and not value and how != "in a list":
+                with pytest.raises(KeyError):  # left out rather than sent empty
+                    at(ecs, path)
+                continue
+            got = at(ecs, path)
+            if how == "same value":
+                assert got == value, path
+            elif how.startswith("same value (the `command`"):
+                assert got == (value or plain["command"])
+            elif how == "in a list":
+                assert got == ([value] if value else [])
+            elif how == "as text":
+                assert got == str(value)
+            elif how == "same values, sorted":
+                assert got == sorted(value)
+            elif name == "status":
+                assert got == {"ok": "success", None: "unknown"}.get(value, "failure")
+            elif name == "destructive":
+                assert got == (["change"] if value else ["access"])
+            else:
+                raise AssertionError(f"the test does not know how to check {how!r}")
+        # every field the ECS line has is in the table (what is under auditweb.* by its name)
+        written = {
+            leaf if not leaf.startswith("auditweb.") else ".".join(leaf.split(".")[:2])
+            for leaf in leaves(ecs)
+        }
+        assert written - documented <= {"user", "client"}, written - documented  # ({} when unknown)
