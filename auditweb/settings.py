@@ -199,6 +199,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The schema and its docs pages are for viewers and up, like the API they describe.
     "SERVE_PERMISSIONS": ["investigations.roles.ViewerPermission"],
+    # Swagger UI from AuditWeb's own static files (static/vendor.sh fetches them), never a CDN.
+    "SWAGGER_UI_DIST": "/static/vendor",
+    "SWAGGER_UI_FAVICON_HREF": "/static/favicon.svg",
     # Choice sets that share a field name with another model's (status, format) get their own names.
     "ENUM_NAME_OVERRIDES": {
         "CaseStatusEnum": "investigations.models.Case.Status",

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from investigations.roles import Role, role_permission
 
@@ -15,6 +15,14 @@ urlpatterns = [
         "api/schema/",
         SpectacularAPIView.as_view(permission_classes=[role_permission(Role.VIEWER)]),
         name="schema",
+    ),
+    # The browsable docs: Swagger UI (served by AuditWeb, static/vendor.sh) over the schema above.
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(
+            url_name="schema", permission_classes=[role_permission(Role.VIEWER)]
+        ),
+        name="api-docs",
     ),
     path("api/v1/", include("investigations.api_urls")),
     path("", include("investigations.urls")),

@@ -9,6 +9,10 @@ cd "$(dirname "$0")/vendor"
 ASSETS=(
   "htmx.org@2.0.11 dist/htmx.min.js htmx.min.js"
   "chart.js@4.6.1 dist/chart.umd.min.js chart.umd.min.js"
+  # the API's browsable docs at /api/docs/ (drf-spectacular's Swagger UI page)
+  "swagger-ui-dist@5.35.0 swagger-ui-bundle.js swagger-ui-bundle.js"
+  "swagger-ui-dist@5.35.0 swagger-ui-standalone-preset.js swagger-ui-standalone-preset.js"
+  "swagger-ui-dist@5.35.0 swagger-ui.css swagger-ui.css"
 )
 update=${1:-}
 for entry in "${ASSETS[@]}"; do
@@ -24,6 +28,6 @@ for entry in "${ASSETS[@]}"; do
   echo "fetched $pkg -> static/vendor/$name"
 done
 if [[ "$update" == "--update" ]]; then
-  sha256sum ./*.js >SHA256SUMS
+  sha256sum ./*.js ./*.css >SHA256SUMS
 fi
 sha256sum --check --quiet SHA256SUMS

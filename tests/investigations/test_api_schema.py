@@ -75,3 +75,20 @@ def test_every_event_filter_is_documented_on_the_event_endpoints(schema) -> None
 def test_token_authentication_is_described(schema) -> None:  # type: ignore[no-untyped-def]
     token = schema["components"]["securitySchemes"]["tokenAuth"]
     assert (token["type"], token["in"], token["name"]) == ("apiKey", "header", "Authorization")
+
+
+def test_the_browsable_docs_are_served_from_auditweb_itself(client, django_user_model) -> None:  # type: ignore[no-untyped-def]
+    from django.conf import settings
+
+    from investigations.roles import Role, set_role
+
+    assert client.get("/api/docs/").status_code in (401, 403)  # a login with a role, like the API
+    viewer = django_user_model.objects.create_user("vic")
+    set_role(viewer, Role.VIEWER)
+    client.force_login(viewer)
+    page = client.get("/api/docs/").content.decode()
+    assert '<script src="/static/vendor/swagger-ui-bundle.js">' in page and "cdn" not in page.lower()
+    script = client.get("/api/docs/", {"script": ""})
+    assert script.status_code == 200 and b"/api/schema/" in script.content  # the UI reads the live schema
+    for name in ("swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "swagger-ui.css"):
+        assert (settings.BASE_DIR / "static" / "vendor" / name).stat().st_size > 10_000
