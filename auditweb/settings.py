@@ -174,11 +174,23 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Served over TLS (HTTPS=true, directly or behind a TLS-terminating proxy): plain HTTP is
+# redirected, browsers are told to use only HTTPS (HSTS), cookies travel only encrypted.
+HTTPS = env_bool("HTTPS", False)
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 31_536_000) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("HSTS_PRELOAD", True)
+# Behind a proxy that sets X-Forwarded-Proto (and removes the client's own): a request the
+# proxy received over TLS counts as secure. Without such a proxy a client could claim it.
+if env_bool("TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
@@ -257,6 +269,9 @@ REPORT_SYNC_MAX = env_int("REPORT_SYNC_MAX", 500)
 # Files uploaded stream to a temporary file in UPLOAD_DIR (so keeping one is a rename),
 # hashed on the way; none is ever held in memory.
 FILE_UPLOAD_HANDLERS = ["ingest.uploads.HashingUploadHandler"]
+# The largest log file an upload may bring (checked while it streams; default 20 GiB). A proxy
+# in front needs a body limit at least this large (nginx: client_max_body_size).
+MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 20 * 1024**3)
 # How many months of event partitions to keep created ahead of today.
 EVENT_PARTITIONS_AHEAD = env_int("EVENT_PARTITIONS_AHEAD", 3)
 

@@ -162,7 +162,7 @@ class Puller:
         cursor = self.conn.cursor(pymysql.cursors.SSCursor)
         try:
             cursor.execute("SET time_zone = '+00:00'")
-            cursor.execute(f"SET SESSION net_write_timeout = {_NET_WRITE_TIMEOUT}")
+            cursor.execute("SET SESSION net_write_timeout = %s", (_NET_WRITE_TIMEOUT,))
             cursor.execute(self.query, (since.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" "),))
             twins: dict[bytes, int] = {}
             twins_time: datetime | None = None

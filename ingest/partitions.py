@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime
 
 from django.db import connection, transaction
+from psycopg import sql
 
 # One advisory lock key for partition DDL, so two workers never race to create one.
 PARTITION_LOCK_KEY = 0x41575F50  # "AW_P"
@@ -46,9 +47,11 @@ def ensure_event_partitions(months: Iterable[date]) -> list[str]:
         for month in wanted:
             name = partition_name(month)
             if name not in existing:
-                # Names and bounds come from integers and dates, never from log text.
+                # Names and bounds come from integers and dates, never from log text; still, the
+                # name goes in as a quoted identifier and the bounds as parameters.
+                create = sql.SQL("CREATE TABLE {} PARTITION OF ingest_event FOR VALUES FROM (%s) TO (%s)")
                 cur.execute(
-                    f'CREATE TABLE "{name}" PARTITION OF ingest_event FOR VALUES FROM (%s) TO (%s)',
+                    create.format(sql.Identifier(name)).as_string(connection.connection),
                     [datetime(month.year, month.month, 1, tzinfo=UTC),
                      datetime.combine(_next_month(month), datetime.min.time(), UTC)],
                 )  # fmt: skip

@@ -16,6 +16,7 @@ from datetime import date, datetime
 
 import psycopg
 from django.db import connection, transaction
+from psycopg.sql import SQL, Identifier
 
 from ingest.alerts import KIND_SQL, WORTH_SQL, AlertLine, event_alert_kind, raise_event_alerts
 from ingest.custody import append_link, chain_events, event_key
@@ -28,6 +29,7 @@ EVENT_COLUMNS = (
     "status", "raw", "line", "byte_offset", "record_hash", "ingest_run_id", "session_id", "source_file_id",
 )  # fmt: skip
 _COLUMN_LIST = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
+_COLUMNS = SQL(", ").join(map(Identifier, EVENT_COLUMNS))  # the same, for psycopg.sql
 
 # Bounds of what one event row may hold: a log line can be any length (hostile input).
 MAX_SQL_CHARS = 1_000_000
@@ -377,7 +379,8 @@ class EventWriter:
 
     def _copy(self, table: str, rows: list[str]) -> None:
         raw_cursor = connection.connection.cursor()  # the psycopg cursor: Django's has no COPY
-        with raw_cursor.copy(f"COPY {table} ({_COLUMN_LIST}) FROM STDIN") as copy:
+        statement = SQL("COPY {} ({}) FROM STDIN").format(Identifier(table), _COLUMNS)
+        with raw_cursor.copy(statement) as copy:
             for start in range(0, len(rows), COPY_CHUNK_ROWS):
                 copy.write("".join(rows[start : start + COPY_CHUNK_ROWS]).encode())
 
@@ -401,8 +404,11 @@ class EventWriter:
 
     def _insert_new(self, batch: FormattedBatch) -> int:
         with connection.cursor() as cur:
-            staging = f"SELECT {_COLUMN_LIST} FROM ingest_event WITH NO DATA"  # noqa: S608 - a constant
-            cur.execute("CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS " + staging)
+            staging = SQL(
+                "CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS"
+                " SELECT {} FROM ingest_event WITH NO DATA"
+            ).format(_COLUMNS)
+            cur.execute(staging.as_string(connection.connection))
             cur.execute("TRUNCATE event_staging")
         self._copy("event_staging", batch.rows)
         with connection.cursor() as cur:

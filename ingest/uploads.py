@@ -11,7 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
-from django.core.files.uploadhandler import FileUploadHandler
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.db import transaction
 
 from ingest.checkpoints import find_candidates
@@ -29,11 +29,33 @@ class _UploadInUploadDir(TemporaryUploadedFile):
         UploadedFile.__init__(self, file, name, content_type, size, charset, extra)  # type: ignore[arg-type]
 
 
+# Room for the form's other fields beside the file in a request's declared length.
+FORM_ROOM = 1024 * 1024
+
+
+def upload_limit_text() -> str:
+    limit = settings.MAX_UPLOAD_BYTES
+    return f"{limit / 1024**3:.3g} GiB ({limit:,} bytes, set by MAX_UPLOAD_BYTES)"
+
+
 class HashingUploadHandler(FileUploadHandler):
-    """Writes each uploaded file into UPLOAD_DIR as it arrives, hashing every chunk."""
+    """Writes each uploaded file into UPLOAD_DIR as it arrives, hashing every chunk. A file
+    larger than MAX_UPLOAD_BYTES is refused: at once when the request says its length, else
+    as soon as that many bytes have come (what was written is deleted). The request then
+    carries `upload_refused`, the reason, for the page to show."""
+
+    def _refuse(self) -> None:
+        reason = f"The file is larger than the limit of {upload_limit_text()}."
+        self.request.upload_refused = reason  # type: ignore[union-attr]
+        if hasattr(self, "file"):
+            self.file.close()  # a temporary file: closing deletes it
+        raise StopUpload(connection_reset=False)  # Django reads and drops the rest of the body
 
     def new_file(self, *args: object, **kwargs: object) -> None:
         super().new_file(*args, **kwargs)  # type: ignore[arg-type]
+        declared = int(self.request.META.get("CONTENT_LENGTH") or 0)  # type: ignore[union-attr]
+        if declared > settings.MAX_UPLOAD_BYTES + FORM_ROOM:
+            self._refuse()
         settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
         self.sha256 = hashlib.sha256()
         self.file = TemporaryUploadedFile(
@@ -42,6 +64,8 @@ class HashingUploadHandler(FileUploadHandler):
         self.size = 0
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
+        if self.size + len(raw_data) > settings.MAX_UPLOAD_BYTES:
+            self._refuse()
         self.sha256.update(raw_data)
         self.file.write(raw_data)
         self.size += len(raw_data)

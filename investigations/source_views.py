@@ -105,6 +105,11 @@ def upload(request: HttpRequest) -> HttpResponse:
     from ingest.uploads import upload_store
 
     form = UploadForm(request.POST or None, request.FILES or None)
+    refused = getattr(request, "upload_refused", None)  # set while the body streamed in
+    if refused:
+        form.is_valid()
+        form.errors["file"] = form.error_class([refused])
+        return render(request, "investigations/upload.html", {"form": form}, status=413)
     if request.method == "POST" and form.is_valid():
         source, _ = upload_store(
             uploaded=form.cleaned_data["file"],
