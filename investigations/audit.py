@@ -8,6 +8,7 @@ bug or an admin with a shell can quietly rewrite who did what.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
@@ -33,6 +34,8 @@ class Action(models.TextChoices):
     SOURCE_INGEST = "source_ingest", "Started an ingest"
     TOKEN_CREATE = "token_create", "Created an API token"
     TOKEN_REVOKE = "token_revoke", "Revoked an API token"
+    USER_CREATE = "user_create", "Made a login"
+    USER_CHANGE = "user_change", "Changed a login's role or access"
     CASE_CREATE = "case_create", "Opened a case"
     CASE_CHANGE = "case_change", "Changed a case"
     REPORT_CREATE = "report_create", "Generated a report"
@@ -71,6 +74,22 @@ class AuditRecord(models.Model):
     @property
     def action_label(self) -> str:
         return ACTION_LABELS.get(self.action, self.action)
+
+    @property
+    def detail_pairs(self) -> list[tuple[str, str]]:
+        """The details as `key=value` pairs for a page: nested ones as `filters.user`, lists
+        joined, nothing left out."""
+        return list(_flat(self.details))
+
+
+def _flat(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _flat(inner, f"{prefix}.{key}" if prefix else str(key))
+    elif isinstance(value, list):
+        yield prefix, ", ".join(str(v) for v in value)
+    else:
+        yield prefix, "" if value is None else str(value)
 
 
 ACTION_LABELS = dict(Action.choices)

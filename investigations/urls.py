@@ -9,6 +9,7 @@ from investigations import (
     source_views,
     table_views,
     token_views,
+    user_views,
     views,
 )
 
@@ -61,6 +62,8 @@ urlpatterns = [
     path("cases/reports/<int:report_id>/download/", case_views.report_download, name="report-download"),
     path("tokens/", token_views.token_list, name="tokens"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token-revoke"),
+    path("users/", user_views.user_list, name="users"),
+    path("users/<int:user_id>/", user_views.user_change, name="user-change"),
     path("audit/", audit_views.audit_list, name="audit"),
     path("audit/export.csv", audit_views.audit_export, name="audit-export"),
 ]

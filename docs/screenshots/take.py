@@ -135,6 +135,23 @@ def take(url: str, username: str, password: str) -> list[Path]:
         page.wait_for_url("**/cases/*/#reports")
         page.evaluate("window.scrollTo(0, 0)")
         shot("case")
+        # API tokens: a read-only SIEM token just made (its key shown this once), beside the list.
+        page.goto(f"{url}/tokens/")
+        page.fill("#id_name", "splunk-prod")
+        page.check("#id_siem")
+        page.get_by_role("button", name="Make the token").click()
+        page.wait_for_selector("#new-key")
+        shot("tokens")
+        # The audit trail: what the screenshots' own visit left there.
+        page.goto(f"{url}/audit/")
+        shot("audit-trail")
+        # Users: a login made for a colleague, its password shown once.
+        page.goto(f"{url}/users/")
+        page.fill("#id_username", "dana")
+        page.select_option("#id_role", "investigator")
+        page.get_by_role("button", name="Make the login").click()
+        page.wait_for_selector("#new-password")
+        shot("users")
         browser.close()
     return shots
 

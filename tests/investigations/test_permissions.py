@@ -52,6 +52,7 @@ OBJECTS: dict[str, Callable[[World, Any], object]] = {
     "name": lambda w, user: "shop.orders",  # a table
     # One's own token (a fresh one each time: revoking is done once).
     "token_id": lambda w, user: api_token_create(user=user or w.owner)[0].pk,
+    "user_id": lambda w, user: w.owner.pk,  # a login to change (an admin's page)
     "case_id": lambda w, user: w.case.pk,
     # A fresh saved search each time: removing one is done once.
     "filter_id": lambda w, user: saved_filter_add(case=w.case, user=w.owner, name="ann", query="user=ann").pk,
@@ -276,7 +277,7 @@ def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
                  "api-events", "api-events-export", "api-alerts", "schema", "tokens",
                  "token-revoke"):  # fmt: skip
         assert set(by_name[name].values()) == {Role.VIEWER}, name
-    assert {"audit", "audit-export"} <= admin_only
+    assert {"audit", "audit-export", "users", "user-change"} <= admin_only
     assert {"api-events", "api-events-export", "api-alerts"} == SIEM_VIEWS
     case_routes = [name for name in by_name if name.startswith(("case", "report")) or name == "pin"]
     assert len(case_routes) >= 12
