@@ -31,6 +31,7 @@ from typing import Any
 
 from django.db import connection
 from django.utils import timezone
+from psycopg.sql import SQL, Identifier
 
 LINK_VERSION = "auditweb-custody-1"
 ZERO_HASH = bytes(32)
@@ -274,7 +275,7 @@ def adopt_stored_events(batch: int = 20_000) -> int:
     found like any other; what happened to them before cannot be known. Returns how many events."""
     from ingest.store import EVENT_COLUMNS, stored_copy_line
 
-    columns = ", ".join(f'"{c}"' for c in ("id", *EVENT_COLUMNS))
+    columns = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))
     sealed = 0
     with connection.cursor() as cur:
         cur.execute(
@@ -287,8 +288,12 @@ def adopt_stored_events(batch: int = 20_000) -> int:
         while after < last_id:
             with connection.cursor() as cur:
                 cur.execute(
-                    f"SELECT {columns} FROM ingest_event WHERE source_file_id = %s AND id > %s AND id <= %s"  # noqa: S608
-                    " ORDER BY id LIMIT %s",
+                    SQL(
+                        "SELECT {} FROM ingest_event WHERE source_file_id = %s AND id > %s AND id <= %s"
+                        " ORDER BY id LIMIT %s"
+                    )
+                    .format(columns)
+                    .as_string(connection.connection),
                     [file_id, after, last_id, batch],
                 )
                 names = [c.name for c in cur.description]

@@ -386,9 +386,12 @@ class EventWriter:
 
     def _event_id(self, function: str) -> int:
         """nextval or currval of the events' id sequence (`function` is one of those two names)."""
-        assert function in ("nextval", "currval")
+        statement = {
+            "nextval": "SELECT nextval(pg_get_serial_sequence('ingest_event', 'id'))",
+            "currval": "SELECT currval(pg_get_serial_sequence('ingest_event', 'id'))",
+        }[function]
         with connection.cursor() as cur:
-            cur.execute(f"SELECT {function}(pg_get_serial_sequence('ingest_event', 'id'))")
+            cur.execute(statement)
             return cur.fetchone()[0]
 
     def _chain(self, rows: Sequence[str], id_after: int, id_last: int, offsets: tuple[int, int]) -> None:

@@ -16,9 +16,10 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, LiteralString
 
 from django.db import connection
+from psycopg.sql import SQL, Identifier
 
 from ingest.custody import HASH_CHUNK, ROW_DIGEST_BYTES, ZERO_HASH, Sha256State, link_hash, row_digest
 from ingest.events import Event as EventRecord
@@ -28,7 +29,7 @@ from ingest.store import EVENT_COLUMNS, stored_copy_line
 ALTERED, UNCHECKED, OK = "altered", "unchecked", "ok"
 BATCHES = (CustodyLink.Kind.EVENTS, CustodyLink.Kind.ADOPTED)  # links that hold events
 MAX_IDS_LISTED = 50  # event ids named in one finding
-_COLUMNS = ", ".join(f'"{c}"' for c in ("id", *EVENT_COLUMNS))  # constants of ingest.store
+_COLUMNS = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))  # constants of ingest.store
 
 
 @dataclass
@@ -178,13 +179,14 @@ def _link_fields(link: CustodyLink) -> dict[str, Any]:
 
 def _batch_rows(link: CustodyLink) -> list[dict[str, Any]]:
     """The stored events a link's batch consists of: its file's events in its id and offset range."""
-    query = (
-        f"SELECT {_COLUMNS} FROM ingest_event WHERE source_file_id = %s AND id > %s AND id <= %s"  # noqa: S608
+    query = SQL(
+        "SELECT {} FROM ingest_event WHERE source_file_id = %s AND id > %s AND id <= %s"
         " AND byte_offset BETWEEN %s AND %s ORDER BY id"
-    )
+    ).format(_COLUMNS)
     with connection.cursor() as cur:
         cur.execute(
-            query, [link.source_file_id, link.id_after, link.id_last, link.offset_min, link.offset_max]
+            query.as_string(connection.connection),
+            [link.source_file_id, link.id_after, link.id_last, link.offset_min, link.offset_max],
         )
         names = [c.name for c in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
@@ -548,10 +550,11 @@ def _reread(path: Path, events: list[dict[str, Any]]) -> list[int]:
     return differ
 
 
-def event_rows(where: str, params: list[Any]) -> Iterator[dict[str, Any]]:
+def event_rows(where: LiteralString, params: list[Any]) -> Iterator[dict[str, Any]]:
     """Stored events chosen by a WHERE clause (a constant of the caller, with parameters)."""
+    statement = SQL("SELECT {} FROM ingest_event WHERE {} ORDER BY id").format(_COLUMNS, SQL(where))
     with connection.cursor() as cur:
-        cur.execute(f"SELECT {_COLUMNS} FROM ingest_event WHERE {where} ORDER BY id", params)  # noqa: S608
+        cur.execute(statement.as_string(connection.connection), params)
         names = [c.name for c in cur.description]
         for row in cur.fetchall():
             yield dict(zip(names, row, strict=True))
