@@ -27,6 +27,7 @@ from django.db import connection
 from django.db.models import QuerySet
 from psycopg.abc import Buffer
 from psycopg.pq import TransactionStatus
+from psycopg.sql import SQL
 
 from ingest.models import Event
 
@@ -175,7 +176,8 @@ def events_as_api(keys: list[EventKey]) -> dict[EventKey, dict[str, Any]]:
     with connection.cursor() as cursor:
         for where, params in ((_TIMED, [times, hashes, times]), (_UNTIMED, [untimed])):
             if params[0]:
-                cursor.execute(_BY_KEYS.format(line=PLAIN, where=where), params)
+                statement = SQL(_BY_KEYS).format(line=SQL(PLAIN), where=SQL(where))  # constants
+                cursor.execute(statement.as_string(connection.connection), params)
                 rows += cursor.fetchall()
     return {(when, bytes(digest)): orjson.loads(text) for when, digest, text in rows}
 
