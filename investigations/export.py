@@ -73,13 +73,15 @@ _TIME = """COALESCE('"' || to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD
     || '"', 'null')"""
 _ARRAY = "COALESCE(array_to_json({})::text, '[]')"
 _BOOL = "CASE WHEN {} THEN 'true' ELSE 'false' END"
-_SOURCE = _obj(("file", _str("f.path")), ("sha256", _str("f.sha256")), ("line", _num("e.line")),
+_FILE = "COALESCE(f.path_json, 'null')"
+_SOURCE = _obj(("file", _FILE), ("sha256", "COALESCE(f.sha256_json, 'null')"), ("line", _num("e.line")),
                ("offset", _num("e.byte_offset")))  # fmt: skip
-_CLIENT = _obj(("program", _str("s.program")), ("os_user", _str("s.os_user")))
+_SESSION = "COALESCE(s.key_json, 'null')"
+_CLIENT = """COALESCE(s.client_json, '{"program":null,"os_user":null}')"""
 
 # One event as /api/v1/events/ shows it (investigations.serializers.EventSerializer), in its order.
 PLAIN = _obj(
-    ("id", _num("e.id")), ("occurred_at", _TIME), ("server", _str("e.server")), ("session", _str("s.key")),
+    ("id", _num("e.id")), ("occurred_at", _TIME), ("server", _str("e.server")), ("session", _SESSION),
     ("user", _str('e."user"')), ("host", _str("e.host")), ("ip", _str("e.ip")),
     ("connection_id", _num("e.connection_id")), ("database", _str("e.database")),
     ("command", _str("e.command")), ("statement_type", _str("e.statement_type")),
@@ -106,9 +108,11 @@ _CLIENT_ECS = (
     + _NAMED
     + """ END) || '}'"""
 )
-# Flags are stored sorted, but a later correction (rolled_back) appends: sort when there are two+.
+# Flags are stored sorted, but a later correction (rolled_back) appends: sort when there are two+
+# (by a PARALLEL SAFE function, investigations/migrations/0009: a subquery here kept the export
+# out of PostgreSQL's parallel workers).
 _TAGS = """CASE WHEN cardinality(e.flags) < 2 THEN COALESCE(array_to_json(e.flags)::text, '[]')
-    ELSE array_to_json(ARRAY(SELECT t FROM unnest(e.flags) AS t ORDER BY t COLLATE "C"))::text END"""
+    ELSE array_to_json(auditweb_sorted_flags(e.flags))::text END"""
 _OUTCOME = """CASE WHEN e.status IS NULL THEN '"unknown"' WHEN e.status = 'ok' THEN '"success"'
     ELSE '"failure"' END"""
 ECS = _obj(
@@ -128,10 +132,10 @@ ECS = _obj(
         ("user", """CASE WHEN e."user" <> '' THEN '[' || to_json(e."user")::text || ']' ELSE '[]' END"""),
         ("ip", """CASE WHEN e.ip <> '' THEN '[' || to_json(e.ip)::text || ']' ELSE '[]' END"""),
     )),
-    ("log", _obj(("file", _obj(("path", _str("f.path")))), ("offset", _num("e.byte_offset")))),
+    ("log", _obj(("file", _obj(("path", _FILE))), ("offset", _num("e.byte_offset")))),
     ("tags", _TAGS),
     ("auditweb", _obj(
-        ("session", _str("s.key")), ("connection_id", _num("e.connection_id")),
+        ("session", _SESSION), ("connection_id", _num("e.connection_id")),
         ("database", _str("e.database")), ("command", _str("e.command")),
         ("statement_type", _str("e.statement_type")), ("tables", _ARRAY.format("e.tables")),
         ("destructive", _BOOL.format("e.destructive")), ("flags", _ARRAY.format("e.flags")),
@@ -140,20 +144,27 @@ ECS = _obj(
     )),
 )  # fmt: skip
 
+# The session's and the file's JSON pieces, made once per session and file rather than once per
+# event (a hash join builds them with its table of sessions or files).
+_JOINS = """LEFT JOIN (SELECT id, to_json(key)::text AS key_json, '{"program":'
+        || COALESCE(to_json(program)::text, 'null') || ',"os_user":'
+        || COALESCE(to_json(os_user)::text, 'null') || '}' AS client_json
+    FROM ingest_session) s ON s.id = e.session_id
+LEFT JOIN (SELECT id, to_json(path)::text AS path_json, to_json(sha256)::text AS sha256_json
+    FROM ingest_sourcefile) f ON f.id = e.source_file_id"""
+
 # Oldest first; events whose time is unknown last (as they were read). LEFT joins: an event is
 # never dropped for a missing row beside it.
 _EXPORT = """COPY (
     SELECT {line} FROM ({events}) AS e
-    LEFT JOIN ingest_session s ON s.id = e.session_id
-    LEFT JOIN ingest_sourcefile f ON f.id = e.source_file_id
+    {joins}
     ORDER BY e.occurred_at ASC NULLS LAST, e.id
 ) TO STDOUT WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"""
 
 
 # (timed and untimed asked apart: an OR of the two kept PostgreSQL off the unique index)
 _BY_KEYS = """SELECT e.occurred_at, e.record_hash, {line} FROM ingest_event e
-LEFT JOIN ingest_session s ON s.id = e.session_id
-LEFT JOIN ingest_sourcefile f ON f.id = e.source_file_id
+{joins}
 WHERE {where}"""
 _TIMED = """(e.occurred_at, e.record_hash) IN (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))
     AND e.occurred_at = ANY(%s::timestamptz[])"""
@@ -176,7 +187,7 @@ def events_as_api(keys: list[EventKey]) -> dict[EventKey, dict[str, Any]]:
     with connection.cursor() as cursor:
         for where, params in ((_TIMED, [times, hashes, times]), (_UNTIMED, [untimed])):
             if params[0]:
-                statement = SQL(_BY_KEYS).format(line=SQL(PLAIN), where=SQL(where))  # constants
+                statement = SQL(_BY_KEYS).format(line=SQL(PLAIN), joins=SQL(_JOINS), where=SQL(where))
                 cursor.execute(statement.as_string(connection.connection), params)
                 rows += cursor.fetchall()
     return {(when, bytes(digest)): orjson.loads(text) for when, digest, text in rows}
@@ -194,7 +205,7 @@ def export_lines(events: QuerySet[Event], schema: str) -> Iterator[bytes]:
        server and drains what was already sent, so the connection is left idle and reusable.
     """
     inner, params = events.order_by().values(*COLUMNS).query.sql_with_params()
-    statement = _EXPORT.format(line=ECS if schema == "ecs" else PLAIN, events=inner)
+    statement = _EXPORT.format(line=ECS if schema == "ecs" else PLAIN, joins=_JOINS, events=inner)
     connection.ensure_connection()
     with connection.connection.cursor() as cursor:
         cursor.execute(

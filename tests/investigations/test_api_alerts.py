@@ -212,3 +212,18 @@ def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ing
         event = Event.objects.select_related("session", "source_file").get(pk=alert["event"]["id"])
         assert alert["event"] == EventSerializer(event).data  # every field, the same values
         assert (alert["server"], alert["occurred_at"]) == (event.server, alert["event"]["occurred_at"])
+
+
+def test_the_feeds_alerts_are_what_the_documented_serializer_says(api_client, ingest_bytes, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ingest.alerts import alerts_after
+    from investigations.serializers import AlertSerializer
+
+    ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
+    source = Source.objects.create(
+        name="gone", kind="file", path=str(tmp_path / "nothing*.log"), server="db9"
+    )
+    check_sources_health()  # a source whose files vanished: a health alert among the event alerts
+    assert Alert.objects.filter(kind=Alert.Kind.SOURCE_HEALTH, source=source).exists()
+    alerts, _ = poll_all(api_client)
+    documented = AlertSerializer(alerts_after(None, 1000).items, many=True).data
+    assert alerts == documented  # every alert, every field (the events too), in order
