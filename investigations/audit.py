@@ -36,6 +36,8 @@ class Action(models.TextChoices):
     TOKEN_REVOKE = "token_revoke", "Revoked an API token"
     USER_CREATE = "user_create", "Made a login"
     USER_CHANGE = "user_change", "Changed a login's role or access"
+    SOURCE_DELETE = "source_delete", "Deleted a source"
+    ADMIN_CHANGE = "admin_change", "Changed something in the Django admin"
     CASE_CREATE = "case_create", "Opened a case"
     CASE_CHANGE = "case_change", "Changed a case"
     REPORT_CREATE = "report_create", "Generated a report"
@@ -173,8 +175,39 @@ def _on_login_failed(sender: Any, credentials: dict[str, Any], request: Any = No
         record(request, Action.LOGIN_FAILED, username=str(credentials.get("username", "")))
 
 
+def _on_admin_change(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    """A change made through the Django admin (/admin/, staff only): the admin writes a LogEntry
+    for each, and that entry is recorded here with who made it (the admin gives no request)."""
+    if not created:
+        return
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.filter(pk=instance.user_id).first()
+    verb = {1: "added", 2: "changed", 3: "deleted"}.get(instance.action_flag, "changed")
+    model = instance.content_type.model if instance.content_type_id else ""
+    action = ADMIN_ACTIONS.get((model, verb), Action.ADMIN_CHANGE)
+    record(
+        user, action, via="django admin", model=model, object=instance.object_id,
+        name=instance.object_repr, what=verb, change=instance.get_change_message(),
+    )  # fmt: skip
+
+
+# What a change in the Django admin is, where the trail has a name for it.
+ADMIN_ACTIONS = {
+    ("source", "added"): Action.SOURCE_CREATE,
+    ("source", "changed"): Action.SOURCE_EDIT,
+    ("source", "deleted"): Action.SOURCE_DELETE,
+    ("user", "added"): Action.USER_CREATE,
+    ("user", "changed"): Action.USER_CHANGE,
+}
+
+
 def connect_signals() -> None:
+    from django.contrib.admin.models import LogEntry
     from django.contrib.auth import signals
+    from django.db.models.signals import post_save
+
+    post_save.connect(_on_admin_change, sender=LogEntry, dispatch_uid="audit-django-admin")
 
     signals.user_logged_in.connect(_on_login, dispatch_uid="audit-login")
     signals.user_logged_out.connect(_on_logout, dispatch_uid="audit-logout")

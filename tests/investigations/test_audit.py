@@ -161,3 +161,14 @@ def test_source_changes_are_recorded_from_pages_and_api(
 def test_details_are_bounded_whatever_was_typed(investigator) -> None:  # type: ignore[no-untyped-def]
     stored = record(investigator, Action.SEARCH, filters={"q": "x" * 100_000, "many": list(range(1000))})
     assert len(stored.details["filters"]["q"]) == 1001 and len(stored.details["filters"]["many"]) == 100
+
+
+def test_a_change_in_the_django_admin_is_recorded(client, django_user_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    root = django_user_model.objects.create_superuser("root", password="x" * 20)
+    client.force_login(root)
+    source = Source.objects.create(name="old db1", path=str(tmp_path / "x.log"), server="db1")
+    response = client.post(f"/admin/ingest/source/{source.pk}/delete/", {"post": "yes"})
+    assert response.status_code == 302 and not Source.objects.exists()
+    deleted = last(Action.SOURCE_DELETE)
+    assert deleted.username == "root" and deleted.details["via"] == "django admin"
+    assert (deleted.details["name"], str(deleted.details["object"])) == ("old db1", str(source.pk))
