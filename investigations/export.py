@@ -153,6 +153,15 @@ _JOINS = """LEFT JOIN (SELECT id, to_json(key)::text AS key_json, '{"program":'
 LEFT JOIN (SELECT id, to_json(path)::text AS path_json, to_json(sha256)::text AS sha256_json
     FROM ingest_sourcefile) f ON f.id = e.source_file_id"""
 
+# The same pieces for a few events looked up by key (the alerts feed): made for those events'
+# sessions and files only (the joins above would make them for every session of the store).
+_JOINS_FEW = """LEFT JOIN LATERAL (SELECT to_json(key)::text AS key_json, '{"program":'
+        || COALESCE(to_json(program)::text, 'null') || ',"os_user":'
+        || COALESCE(to_json(os_user)::text, 'null') || '}' AS client_json
+    FROM ingest_session WHERE id = e.session_id) s ON true
+LEFT JOIN LATERAL (SELECT to_json(path)::text AS path_json, to_json(sha256)::text AS sha256_json
+    FROM ingest_sourcefile WHERE id = e.source_file_id) f ON true"""
+
 # Oldest first; events whose time is unknown last (as they were read). LEFT joins: an event is
 # never dropped for a missing row beside it.
 _EXPORT = """COPY (
@@ -187,7 +196,7 @@ def events_as_api(keys: list[EventKey]) -> dict[EventKey, dict[str, Any]]:
     with connection.cursor() as cursor:
         for where, params in ((_TIMED, [times, hashes, times]), (_UNTIMED, [untimed])):
             if params[0]:
-                statement = SQL(_BY_KEYS).format(line=SQL(PLAIN), joins=SQL(_JOINS), where=SQL(where))
+                statement = SQL(_BY_KEYS).format(line=SQL(PLAIN), joins=SQL(_JOINS_FEW), where=SQL(where))
                 cursor.execute(statement.as_string(connection.connection), params)
                 rows += cursor.fetchall()
     return {(when, bytes(digest)): orjson.loads(text) for when, digest, text in rows}
