@@ -70,7 +70,9 @@ def param_parameters(filterset: type[django_filters.FilterSet], examples: dict) 
                 description=str(f.extra.get("help_text", "")),
                 many=isinstance(f, django_filters.MultipleChoiceFilter),
                 pattern=STATEMENT_TYPE_PATTERN if name == "statement_type" else None,
-                enum=[c[0] for c in choices] if choices else None,
+                # Statement types are open-ended: any upper-case phrase (the pattern) is taken, so
+                # the classifier's known names are no enum (the schema would refuse what we accept).
+                enum=[c[0] for c in choices] if choices and name != "statement_type" else None,
                 examples=[OpenApiExample(name, value=examples[name])] if name in examples else [],
                 extensions={EMPTY_MEANS_ANY: True},
             )
