@@ -254,8 +254,9 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
 # Parse a file in a second process while this one writes to PostgreSQL (Linux: os.fork).
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # A source with at least this many bytes to read is shared out between the workers in ranges of
-# about INGEST_CHUNK_BYTES (ingest.split); 0 never shares one out.
-INGEST_SPLIT_BYTES = env_int("INGEST_SPLIT_BYTES", 256 * 1024 * 1024)
+# about INGEST_CHUNK_BYTES (ingest.split). Off (0) by default: it pays only where the workers
+# have more cores than one worker keeps busy (two each); see README, "Scaling out".
+INGEST_SPLIT_BYTES = env_int("INGEST_SPLIT_BYTES", 0)
 INGEST_CHUNK_BYTES = env_int("INGEST_CHUNK_BYTES", 64 * 1024 * 1024)
 # A range queued this long ago and not started is queued again (its message may have been lost).
 INGEST_CHUNK_REDISPATCH_SECONDS = env_int("INGEST_CHUNK_REDISPATCH_SECONDS", 600)

@@ -36,7 +36,7 @@ django.setup()
 from django.core.management import call_command  # noqa: E402
 from django.db.models import Max  # noqa: E402
 
-from ingest.models import Event, IngestRun, Source  # noqa: E402
+from ingest.models import Chunk, Event, IngestRun, Source, Split  # noqa: E402
 from tests.logwriter import GeneralLogWriter, rotate_rename  # noqa: E402
 
 
@@ -183,6 +183,16 @@ def throughput(records: int, files: int, sources: int, chunk_mb: int | None) -> 
         stop(procs)
         failed = IngestRun.objects.filter(source_id__in=ids, status="failed").count()
         how = "" if not chunk_mb else (" split" if extra["INGEST_SPLIT_BYTES"] == "1" else " not split")
+        split = Split.objects.filter(source_id__in=ids).first()
+        if split is not None:
+            # The scan's share: from the split's start to its last range (each is queued when known).
+            last = Chunk.objects.filter(split=split).aggregate(last=Max("dispatched_at"))["last"]
+            scan = (last - split.created_at).total_seconds()
+            workers = Chunk.objects.filter(split=split).values("worker").distinct().count()
+            print(
+                f"  scan: {scan:.1f} s ({done / scan:,.0f} events/s on one core), "
+                f"{Chunk.objects.filter(split=split).count()} ranges read by {workers} worker process(es)"
+            )
         print(
             f"{n} worker(s){how}: {done:,} events in {seconds:.1f} s = {done / seconds:,.0f} events/s "
             f"({failed} failed runs)"
