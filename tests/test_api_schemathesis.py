@@ -11,6 +11,12 @@ Every check Schemathesis has runs, but one: "a request the schema allows is acce
 cursors (`cursor`, alerts' `after`) are opaque strings that only AuditWeb hands out; OpenAPI
 cannot say which strings those are, and a made-up one is refused (400) by design.
 
+And one kind of "a request the schema forbids was accepted" is not counted: a value generated
+as invalid for a repeatable query parameter (an array) that goes over the wire as text the
+schema allows (a one-item array and a scalar are the same `?statement_type=I`). Schemathesis
+knows such false positives for other parameter shapes and fixes them release by release; the
+request as sent is checked here against the parameter's schema before it is set aside.
+
 Bounded and deterministic for CI: `MAX_EXAMPLES` cases an operation, derandomized (the same
 cases on every run).
 """
@@ -18,12 +24,15 @@ cases on every run).
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 import schemathesis
 from django.core.management import call_command
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+from schemathesis.core.failures import AcceptedNegativeData, FailureGroup
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -100,9 +109,34 @@ def cases(operation, ids: dict) -> st.SearchStrategy:  # type: ignore[no-untyped
     )
 
 
+def _as_sent(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
+
+
+def valid_as_sent(failure: Exception, case, schema: dict) -> bool:  # type: ignore[no-untyped-def]
+    """Whether an accepted "invalid" request was in fact valid as it went over the wire: the
+    invalid part is a repeatable (array) query parameter whose values, as text, fit its schema."""
+    if not isinstance(failure, AcceptedNegativeData):
+        return False
+    found = re.search(r"parameter `([^`]+)` in query", failure.message)
+    if found is None or not case.query or found.group(1) not in case.query:
+        return False
+    name = found.group(1)
+    parameters = schema["paths"][case.operation.path][case.operation.method.lower()].get("parameters", [])
+    declared = next((p for p in parameters if p.get("in") == "query" and p.get("name") == name), None)
+    if declared is None or declared.get("schema", {}).get("type") != "array":
+        return False
+    value = case.query[name]
+    sent = [_as_sent(v) for v in (value if isinstance(value, list) else [value])]
+    return Draft202012Validator(declared["schema"]).is_valid(sent)
+
+
 def test_the_api_answers_every_generated_request_as_its_schema_says(api_schema, admin_token) -> None:  # type: ignore[no-untyped-def]
     headers = {"Authorization": f"Token {admin_token}"}
     ids = real_ids()
+    raw = api_schema.raw_schema
     failures, checked = [], []
     for result in api_schema.get_all_operations():
         operation = result.ok()
@@ -117,7 +151,11 @@ def test_the_api_answers_every_generated_request_as_its_schema_says(api_schema, 
         )
         @given(case=cases(operation, ids))
         def check(case) -> None:  # type: ignore[no-untyped-def]
-            case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
+            try:
+                case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
+            except FailureGroup as group:
+                if not all(valid_as_sent(f, case, raw) for f in group.exceptions):
+                    raise
 
         try:
             check()
