@@ -225,6 +225,24 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> Non
     )
 
 
+def store_batch(
+    writer: EventWriter,
+    source: Source,
+    source_file: SourceFile,
+    run: IngestRun,
+    batch: tuple[object, object, object, object],
+) -> int:
+    """Store one parsed batch, inside the caller's transaction: its events, the flags it learnt
+    about events stored before, its gaps and its problems. Returns how many events were new.
+    `batch` is (formatted events, corrections, gaps, problems) as the parsing side sent them."""
+    formatted, corrections, found, problems = batch
+    stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
+    writer.apply_corrections(corrections)  # type: ignore[arg-type]
+    _store_gaps(source, source_file, found)  # type: ignore[arg-type]
+    _store_problems(run, source_file, problems)  # type: ignore[arg-type]
+    return stored
+
+
 def ingest_file(
     path: Path,
     *,
@@ -283,10 +301,9 @@ def ingest_file(
                 continue
             _, formatted, problems, seen, bytes_read, corrections, found = message
             with transaction.atomic():
-                stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
-                writer.apply_corrections(corrections)  # type: ignore[arg-type]
-                _store_gaps(source, source_file, found)  # type: ignore[arg-type]
-                _store_problems(run, source_file, problems)  # type: ignore[arg-type]
+                stored = store_batch(
+                    writer, source, source_file, run, (formatted, corrections, found, problems)
+                )
                 run.bytes_read = bytes_read  # type: ignore[assignment]
                 run.events_seen += seen  # type: ignore[operator]
                 run.events_stored += stored
@@ -959,10 +976,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
             now = timezone.now()
             moved = hasher.advance(new_offset)  # the file's SHA-256 up to the new resume point
             with transaction.atomic():
-                stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
-                writer.apply_corrections(corrections)  # type: ignore[arg-type]
-                _store_gaps(source, known, found)  # type: ignore[arg-type]
-                _store_problems(run, known, problems)  # type: ignore[arg-type]
+                stored = store_batch(writer, source, known, run, (formatted, corrections, found, problems))
                 SourceFile.objects.filter(pk=known.pk).update(
                     resume=new_resume,
                     bytes_read=new_offset,

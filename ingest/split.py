@@ -43,8 +43,6 @@ from ingest.pipeline import (
     FileHints,
     _Lines,
     _resume_dict,
-    _store_gaps,
-    _store_problems,
     followed_format,
     hash_file_upto,
     in_second_process,
@@ -52,6 +50,7 @@ from ingest.pipeline import (
     parsing_state,
     record_file_hash,
     resume_of,
+    store_batch,
     tail_messages,
 )
 
@@ -230,10 +229,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
                 break
             learnt += _corrections_json(corrections)  # type: ignore[arg-type]
             with transaction.atomic():
-                stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
-                writer.apply_corrections(corrections)  # type: ignore[arg-type]
-                _store_gaps(source, known, found)  # type: ignore[arg-type]
-                _store_problems(run, known, problems)  # type: ignore[arg-type]
+                stored = store_batch(writer, source, known, run, (formatted, corrections, found, problems))
                 Chunk.objects.filter(pk=chunk.pk).update(
                     resume=new_resume,
                     state=state,
