@@ -203,6 +203,15 @@ class Session(models.Model):
     started_at = models.DateTimeField(null=True)
     ended_at = models.DateTimeField(null=True)
     attributed = models.BooleanField(default=False)
+    # A change of user ends one session and starts the next on the same connection: the run of
+    # the account before it (its key ends in "~2", "~3"... after the first).
+    previous = models.ForeignKey(
+        "self", on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="next_sessions"
+    )
+    # The record that named the session's account (its Connect or Change user): the event page
+    # links to it as the proof of who ran a statement. Its identity in the store, as alerts keep it.
+    opened_time = models.DateTimeField(null=True)
+    opened_hash = models.BinaryField(max_length=16, null=True)
 
     class Meta:
         indexes = [models.Index(fields=["server", "connection_id"], name="session_by_connection")]
@@ -246,6 +255,18 @@ class Event(models.Model):
     byte_offset = models.BigIntegerField()
     record_hash = models.BinaryField(max_length=16)
     ingest_run = models.ForeignKey(IngestRun, on_delete=models.DO_NOTHING, db_constraint=False, null=True)
+    # How the account is known (Attribution); "" for events stored before this was recorded.
+    attribution = models.CharField(max_length=24, blank=True, default="")
+    # The account a SQL SECURITY DEFINER routine runs its body as, on a CALL of one and on the
+    # statements run inside it (the caller stays `user`).
+    definer = models.CharField(max_length=300, null=True, blank=True)
+
+    class Attribution(models.TextChoices):
+        RECORD = "record", "the record itself names the account"
+        CONNECT = "connect", "the connection's Connect or Change user, in the same file"
+        CONNECT_EARLIER_FILE = "connect_earlier_file", "the connection's Connect, in an earlier file"
+        INFERRED_REOPEN = "inferred_reopen", "inferred across a log reopening the log cannot prove"
+        UNATTRIBUTED = "unattributed", "unknown: the connection began before the log"
 
     class Meta:
         # The indexes are created by migration 0002 on the partitioned table; they are
@@ -282,14 +303,16 @@ class Gap(models.Model):
     class Reason(models.TextChoices):
         LOGGING_OFF = "logging_off", "logging switched off"
         LOG_OPENED = "log_opened", "log (re)opened: restart or logging switched on"
+        LOG_REOPENED = "log_reopened", "log reopened, same server boot"
         RESTART = "restart", "server restart"
         TIME_BACKWARDS = "time_backwards", "clock went backwards"
+        SEQUENCE = "sequence", "records missing: the log's own counter jumped"
 
     server = models.CharField(max_length=200)
     reason = models.CharField(max_length=20, choices=Reason.choices)
     started_at = models.DateTimeField(null=True, help_text="Last time recorded before it")
     ended_at = models.DateTimeField(null=True, help_text="First time recorded after it; empty while open")
-    detail = models.CharField(max_length=300)
+    detail = models.CharField(max_length=1000, help_text="What shows it: the evidence, in words")
     source_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="gaps")
     line = models.BigIntegerField(help_text="Line of the record that shows it")
     byte_offset = models.BigIntegerField()
