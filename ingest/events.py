@@ -36,6 +36,21 @@ class SessionInfo:
     started_at: datetime | None = None  # time of its Connect, when the log has it
     ended_at: datetime | None = None  # time of its Quit
     attributed: bool = False  # True once a Connect (or equivalent) told us who it is
+    # How the account is known (see normalize.SessionTracker): "connect" (its Connect or Change
+    # user), "record" (the records name it), "unattributed"; and in which file it was read.
+    attribution: str = "unattributed"
+    connect_file: object = None
+    # The account is known from before a log reopening the log could not prove (a banner neither
+    # reopen nor restart by the evidence): its statements are attributed `inferred_reopen`.
+    carried: bool = False
+    # A change of user ends a session and starts the next on the same connection: run 1, 2...,
+    # the key of the run before, and the account the records of a format that goes on naming
+    # the old one after it (server_audit's QUERY records) must not be believed for.
+    run: int = 1
+    previous: str | None = None
+    stale: tuple[str | None, str | None] | None = None
+    # The Connect or Change user record that named the account: (time as ISO text, record hash).
+    opened: tuple[str | None, bytes] | None = None
     # Transactions (see normalize.Transactions): autocommit as the session set it (the
     # server default, on, until it says otherwise), whether a BEGIN is open, and the
     # data-changing events of the open transaction as (record hash, time) pairs.
@@ -90,6 +105,13 @@ class Event:
     fingerprint: str = ""
     rows_affected: int | None = None
     status: str | None = None
+    # How the account is known: record, connect, connect_earlier_file, inferred_reopen,
+    # unattributed ("" only for events stored before AuditWeb recorded it).
+    attribution: str = "unattributed"
+    definer: str | None = None  # the account a SQL SECURITY DEFINER routine's body runs as
+    # What the tracker concluded from the records after a start banner (reopen, restart or
+    # neither) and why: the gap finder turns it into the banner's gap. Not stored with the event.
+    note: str = ""
 
     def record_hash(self, when: str | None = None) -> bytes:
         """The identity of this record for de-duplication.

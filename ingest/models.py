@@ -256,7 +256,7 @@ class Event(models.Model):
     record_hash = models.BinaryField(max_length=16)
     ingest_run = models.ForeignKey(IngestRun, on_delete=models.DO_NOTHING, db_constraint=False, null=True)
     # How the account is known (Attribution); "" for events stored before this was recorded.
-    attribution = models.CharField(max_length=24, blank=True, default="")
+    attribution = models.CharField(max_length=24, blank=True, default="", db_default="")
     # The account a SQL SECURITY DEFINER routine runs its body as, on a CALL of one and on the
     # statements run inside it (the caller stays `user`).
     definer = models.CharField(max_length=300, null=True, blank=True)

@@ -51,13 +51,41 @@ def decode_sql(argument: bytes) -> str:
     return argument.decode("utf-8", "replace").replace("\x00", "")
 
 
-class SessionTracker:
-    """Attributes each record to its connection: user, host and current database.
+# A banner's verdicts (see SessionTracker._weigh): what the records after it show.
+REOPEN, RESTART, UNDECIDED = "reopen", "restart", "undecided"
+# Records held after a banner while the evidence is weighed; past this, it stays undecided.
+HOLD_MAX = 10_000
+# A Connect after a banner this far below the highest id before it means ids started over
+# (Connects are logged after authentication, so a few come out of id order within a boot).
+ID_ORDER_SLACK = 8
+# Commands that reopen the log they are written in (FLUSH LOGS, logrotate's postrotate).
+_FLUSH_LOGS = re.compile(r"^\s*FLUSH\b.*\bLOGS\b", re.IGNORECASE | re.DOTALL)
+# How those statements and the ones that switch logging off begin (a cheap test before the regexes).
+_REOPENER_HEADS = frozenset({"FLUSH", "SET G", "SET @", "SET L", "SET S", "UNINS", "SHUTD"})
 
-    A session is (server, boot, connection id). The user and host come from the
-    connection's Connect (or Change user) record; the current database from
-    Connect, Init DB and USE. A connection whose Connect is not in the log is
-    `unattributed`: we never guess who it was.
+
+class Settle:
+    """Fed to SessionTracker.process where the input pauses (the end of a file that may grow): a
+    banner still held is decided now with what was read, so that every record read is stored."""
+
+
+SETTLE = Settle()
+
+
+class SessionTracker:
+    """Attributes each record to its session: the account, host and current database.
+
+    A session is one account's run on one connection of one server boot: (server, boot,
+    connection id), and a change of user starts the next run ("~2", "~3"...). Who ran a
+    statement comes from the record itself where the format names the account on every record
+    (`record`), else from the connection's Connect or Change user (`connect`, or
+    `connect_earlier_file` when that was read in an earlier file); a connection whose Connect is
+    not in the logs is `unattributed`: we never guess who it was.
+
+    A start banner inside a general log is written at a restart but also when the log is
+    reopened in the same boot (logging switched on again, FLUSH LOGS at a rotation). The records
+    after it are held until they show which (see _weigh); where they cannot, the connections
+    open before it keep their account, marked `inferred_reopen`, with the evidence in the gap.
     """
 
     def __init__(self, server: str, tz: tzinfo = UTC) -> None:
@@ -68,19 +96,35 @@ class SessionTracker:
         self.connections: dict[int | None, SessionInfo] = {}
         self.last_time: datetime | None = None
         self.max_connect_id = 0  # highest connection id a Connect had in this boot
+        self.max_id = 0  # highest connection id any record had in this boot
+        self.file: object = None  # the file being read (its label: a SourceFile id)
+        # The connection that last switched logging off or flushed the logs, and the line.
+        self.reopener: list[Any] | None = None
+        # An undecided banner's highest id before it: a later Connect may still decide it.
+        self.undecided_max: int | None = None
         self._utc_in: datetime = datetime.min  # the last time converted by _utc, and its result
         self._utc_out: datetime | None = None
-        # The server's stored procedures seen created: name -> [destructive, [tables]].
+        # The server's stored procedures seen created: name -> [destructive, [tables], definer].
         self.routines: dict[str, list[Any]] = {}
+        # A banner whose verdict is pending, and the records held after it.
+        self._banner: ServerStart | None = None
+        self._held: list[LogRecord | Problem] = []
+        self._evidence: list[str] = []
+        self._max_before = 0
+        self._context: list[Any] | None = None
 
     # -- checkpoint support -------------------------------------------------
 
     def to_state(self) -> dict[str, Any]:
+        # A banner still held is outside the state: the pipeline cuts before it (see holding).
         return {
             "boot": self.boot,
             "boot_is_restart": self.boot_is_restart,
             "last_time": self.last_time.isoformat() if self.last_time else None,
             "max_connect_id": self.max_connect_id,
+            "max_id": self.max_id,
+            "reopener": list(self.reopener) if self.reopener else None,
+            "undecided_max": self.undecided_max,
             # A copy: the classifier goes on adding to the live one after this moment.
             "routines": {name: list(known) for name, known in self.routines.items()},
             "connections": [
@@ -96,6 +140,13 @@ class SessionTracker:
                     "os_user": s.os_user,
                     "started_at": s.started_at.isoformat() if s.started_at else None,
                     "attributed": s.attributed,
+                    "attribution": s.attribution,
+                    "connect_file": s.connect_file,
+                    "carried": s.carried,
+                    "run": s.run,
+                    "previous": s.previous,
+                    "stale": list(s.stale) if s.stale else None,
+                    "opened": [s.opened[0], s.opened[1].hex()] if s.opened else None,
                     "autocommit": s.autocommit,
                     "explicit": s.explicit,
                     "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
@@ -118,10 +169,15 @@ class SessionTracker:
         self.boot_is_restart = state["boot_is_restart"]
         self.last_time = datetime.fromisoformat(state["last_time"]) if state["last_time"] else None
         self.max_connect_id = state.get("max_connect_id", 0)
+        self.max_id = state.get("max_id", self.max_connect_id)
+        self.reopener = state.get("reopener")
+        self.undecided_max = state.get("undecided_max")
         self.routines = dict(state.get("routines", {}))
         self.connections = {}
         for c in state["connections"]:
             started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
+            opened = c.get("opened")
+            stale = c.get("stale")
             self.connections[c["connection_id"]] = SessionInfo(
                 key=c["key"],
                 server=self.server,
@@ -135,6 +191,13 @@ class SessionTracker:
                 os_user=c.get("os_user"),
                 started_at=started,
                 attributed=c["attributed"],
+                attribution=c.get("attribution", "connect" if c["attributed"] else "unattributed"),
+                connect_file=c.get("connect_file"),
+                carried=c.get("carried", False),
+                run=c.get("run", 1),
+                previous=c.get("previous"),
+                stale=(stale[0], stale[1]) if stale else None,
+                opened=(opened[0], bytes.fromhex(opened[1])) if opened else None,
                 autocommit=c.get("autocommit", True),
                 explicit=c.get("explicit", False),
                 pending=[
@@ -143,6 +206,11 @@ class SessionTracker:
                 ],
                 statements=dict(c.get("statements", {})),
             )
+
+    @property
+    def holding(self) -> bool:
+        """Whether a banner's records are held: no cut may be made (its state is not complete)."""
+        return self._banner is not None
 
     # -- the stage -----------------------------------------------------------
 
@@ -158,6 +226,10 @@ class SessionTracker:
         self.last_time = converted
         return converted
 
+    def _key(self, connection_id: int | None, run: int = 1) -> str:
+        base = f"{self.server}/{self.boot}/{connection_id if connection_id is not None else '-'}"
+        return base if run == 1 else f"{base}~{run}"
+
     def _session(self, connection_id: int | None, when: datetime | None) -> SessionInfo:
         if self.boot is None:
             # The boot the log began in: we know only that it was running by then.
@@ -165,7 +237,7 @@ class SessionTracker:
         session = self.connections.get(connection_id)
         if session is None:
             session = SessionInfo(
-                key=f"{self.server}/{self.boot}/{connection_id if connection_id is not None else '-'}",
+                key=self._key(connection_id),
                 server=self.server,
                 boot=self.boot,
                 connection_id=connection_id,
@@ -173,38 +245,152 @@ class SessionTracker:
             self.connections[connection_id] = session
         return session
 
-    def process(self, items: Iterable[Item]) -> Iterator[Event | Problem]:
+    def _new_boot(self, when: datetime | None) -> None:
+        """Ids started over: every open connection is gone, and nothing carries over."""
+        self.connections.clear()
+        self.boot = _boot_stamp(when)
+        self.boot_is_restart = True
+        self.max_connect_id = self.max_id = 0
+        self.reopener = None
+        self.undecided_max = None
+
+    def process(self, items: Iterable[Item | Settle]) -> Iterator[Event | Problem]:
         """Turn parser items into events, in log order.
 
-        1. A server start banner ends every open connection: thread ids start over.
-           The new boot is named by the time of its first record.
+        1. A start banner with nothing before it begins the log's first boot. A banner after
+           records is held with the records after it until they tell reopen from restart
+           (_weigh), or until HOLD_MAX of them or the end of the input; then _settle.
         2. Connect and Change user (re)define who the connection is.
         3. Init DB and USE change the current database *after* their own event.
         """
-        banner: ServerStart | None = None
         for item in items:
+            if isinstance(item, Settle):
+                if self._banner is not None:
+                    yield from self._settle(None)
+                continue
+            if isinstance(item, ServerStart):
+                if self._banner is not None:  # a second banner before the first was decided
+                    yield from self._settle(None)
+                if self.boot is None and not self.connections:
+                    # The log begins here: a boot we see start, with nothing to carry over.
+                    self._banner, self._held, self._evidence = item, [], []
+                    self._max_before = 0
+                    continue
+                self._banner, self._held = item, []
+                self._max_before = max(self.max_id, self.max_connect_id)
+                self._evidence = []
+                self._context = self.reopener  # what the log shows just before the banner
+                continue
+            if self._banner is not None:
+                self._held.append(item)
+                if isinstance(item, Problem):
+                    continue
+                if self.boot is None and not self.connections:
+                    yield from self._settle(RESTART)  # the first boot of the log
+                    continue
+                verdict = self._weigh(item, len(self._held) == 1)
+                if verdict is not None or len(self._held) >= HOLD_MAX:
+                    yield from self._settle(verdict)
+                continue
             if isinstance(item, Problem):
                 yield item
                 continue
-            if isinstance(item, ServerStart):
-                self.connections.clear()
-                self.max_connect_id = 0
-                self.boot = None
-                self.boot_is_restart = True
-                banner = item
-                continue
-            when = self._utc(item.occurred_at)
-            if banner is not None:
-                # The boot's label is the time of its first record; the banner itself
-                # carries no time, so it is stored at that time, flagged as approximate.
-                self.boot = _boot_stamp(when)
-                yield self._start_event(banner, when)
-                banner = None
-            yield self._event(item, when)
-        if banner is not None:
-            if self.boot is None:
-                self.boot = _boot_stamp(self.last_time)
-            yield self._start_event(banner, self.last_time)
+            yield self._event(item, self._utc(item.occurred_at))
+        if self._banner is not None:
+            yield from self._settle(None)
+
+    def _weigh(self, record: LogRecord, first: bool) -> str | None:
+        """What one record held after a banner shows: REOPEN, RESTART or nothing decisive yet.
+
+        Decisive: the first record carries the time of the second before the banner (old layout:
+        the process that wrote that time is still running: no restart); a new connection with an
+        id above every id before it (ids went on); a new connection reusing an id still open, or
+        far below the highest (ids started over). A connection open before the banner that speaks
+        after it is evidence, not proof: a server that restarted with logging off, then switched
+        on, can have reached that id again.
+        """
+        cid = record.connection_id
+        if first and record.raw[:1] in (b"\t", b" "):
+            self._evidence.append(
+                f"its first record (line {record.line}) prints no time: it is in the second last"
+                " printed before the banner, so the process that printed that time did not restart"
+            )
+            return REOPEN
+        if record.command == "Connect" and record.status not in ("denied",) and cid is not None:
+            if cid > self._max_before:
+                self._evidence.append(
+                    f"connection {cid} logged in after it (line {record.line}), above {self._max_before},"
+                    " the highest connection id before it: ids went on"
+                )
+                return REOPEN
+            used_before = self.connections.get(cid)
+            if used_before is not None or cid + ID_ORDER_SLACK < self._max_before:
+                why = "an id used before it" if used_before is not None else "ids started over"
+                self._evidence.append(
+                    f"connection {cid} logged in after it (line {record.line}) with {why}"
+                    f" (highest before it: {self._max_before})"
+                )
+                return RESTART
+        elif cid in self.connections and self.connections[cid].attributed:
+            note = (
+                f"connection {cid}, open before it, ran a record after it (line {record.line})"
+                " without logging in again"
+            )
+            if self.reopener and self.reopener[0] == cid:
+                note += f" (it had {self.reopener[2]} at line {self.reopener[1]})"
+            if note not in self._evidence and len(self._evidence) < 20:
+                self._evidence.append(note)
+        return None
+
+    def _settle(self, verdict: str | None) -> Iterator[Event | Problem]:
+        """Decide the held banner and yield it and its held records as events."""
+        banner, held, evidence = self._banner, self._held, self._evidence
+        self._banner, self._held, self._evidence = None, [], []
+        assert banner is not None
+        first = next((r for r in held if isinstance(r, LogRecord)), None)
+        when = self._utc(first.occurred_at) if first is not None else self.last_time
+        if verdict is None:
+            verdict = UNDECIDED
+        if self.boot is None and not self.connections:
+            # The log's first boot: the banner is where its log begins.
+            self.boot = _boot_stamp(when)
+            self.boot_is_restart = True
+            note = ""
+        elif verdict == RESTART:
+            self._new_boot(when)
+            note = "the server restarted: " + "; ".join(evidence)
+        elif verdict == REOPEN:
+            self.undecided_max = None
+            for s in self.connections.values():
+                s.carried = False
+            note = "the log was reopened, the server went on: " + "; ".join(evidence)
+        else:
+            self.undecided_max = self._max_before
+            carried = [s for s in self.connections.values() if s.attributed and s.connection_id is not None]
+            for s in carried:
+                s.carried = True
+            note = (
+                "the log was reopened or the server restarted; the records after it do not say which"
+                + (": " + "; ".join(evidence) if evidence else "")
+                + (
+                    f". The {len(carried)} connection(s) open before it keep their account, marked"
+                    " inferred_reopen"
+                    if carried
+                    else ""
+                )
+            )
+        if note and self._context:
+            cid, line, what = self._context
+            note += f". Before it, connection {cid} {what} at line {line}"
+        self.reopener = None
+        event = self._start_event(banner, when)
+        event.note = f"{verdict}|{note}" if note else ""
+        yield event
+        for item in held:
+            if isinstance(item, Problem):
+                yield item
+            else:
+                yield self._event(item, self._utc(item.occurred_at))
 
     def _start_event(self, banner: ServerStart, when: datetime | None) -> Event:
         session = self._session(None, when)
@@ -225,52 +411,116 @@ class SessionTracker:
             flags={"time_approximate"},
         )
 
+    def _connect(self, record: LogRecord, when: datetime | None) -> None:
+        """A successful Connect: a new connection under this id, whatever came before it."""
+        cid = record.connection_id
+        if _jumped_back(cid, self.max_connect_id):
+            # Ids only grow within a boot: a new connection far below the highest one
+            # means the server restarted where the log shows no banner (audit logs
+            # write none, or the log was off then). Its open connections are gone.
+            self._new_boot(when)
+        elif self.undecided_max is not None and cid is not None:
+            # A banner the records after it could not decide: a later login still can.
+            open_before = self.connections.get(cid)
+            if cid > self.undecided_max:
+                self.undecided_max = None  # ids went on: the reopen is proven from here on
+                for s in self.connections.values():
+                    s.carried = False
+            elif (open_before is not None and open_before.carried) or (
+                cid + ID_ORDER_SLACK < self.undecided_max
+            ):
+                self._new_boot(when)
+        self.connections.pop(cid, None)
+        self.max_connect_id = max(self.max_connect_id, cid or 0)
+
+    def _change_user(self, record: LogRecord, when: datetime | None) -> SessionInfo:
+        """A change of user ends the connection's session and starts the next one (linked)."""
+        old = self._session(record.connection_id, when)
+        old.ended_at = when
+        new = SessionInfo(
+            key=self._key(record.connection_id, old.run + 1),
+            server=self.server,
+            boot=old.boot,
+            connection_id=record.connection_id,
+            program=old.program,
+            os_user=old.os_user,
+            started_at=when,
+            run=old.run + 1,
+            previous=old.key,
+            # The open transaction is rolled back by the change (classify_events flags it).
+            pending=old.pending,
+            explicit=old.explicit,
+            stale=(old.user, old.host) if old.attributed else None,
+        )
+        self.connections[record.connection_id] = new
+        return new
+
     def _event(self, record: LogRecord, when: datetime | None) -> Event:
         command = record.command
         failed = record.status not in OK_STATUSES
+        cid = record.connection_id
+        if cid is not None and cid > self.max_id:
+            self.max_id = cid
         if command == "Connect" and not failed:
-            if _jumped_back(record.connection_id, self.max_connect_id):
-                # Ids only grow within a boot: a new connection far below the highest one
-                # means the server restarted where the log shows no banner (audit logs
-                # write none, or the log was off then). Its open connections are gone.
-                self.connections.clear()
-                self.boot = _boot_stamp(when)
-                self.boot_is_restart = True
-                self.max_connect_id = 0
-            # A Connect begins a new connection under this id, whatever came before.
-            self.connections.pop(record.connection_id, None)
-            self.max_connect_id = max(self.max_connect_id, record.connection_id or 0)
-        session = self._session(record.connection_id, when)
+            self._connect(record, when)
+        if command == "Change user" and not failed:
+            session = self._change_user(record, when)
+        else:
+            session = self._session(cid, when)
         flags: set[str] = set()
+        opens = False
         if command in ("Connect", "Change user") and not failed:
             if record.user is not None:
                 session.user, session.host, session.ip = record.user, record.host, record.ip
                 session.database = record.database or None
-                session.attributed = True
-            elif command == "Change user":
-                # The log says the account changed but not to whom (MariaDB 10.11's
-                # server_audit writes CHANGEUSER with empty fields): unknown from here on.
+                session.attributed, session.attribution = True, "connect"
+                session.connect_file, session.carried = self.file, False
+                opens = True
+            else:
+                # The log says who changed but not to whom (MariaDB 10.11's server_audit writes
+                # CHANGEUSER with empty fields): unknown until a record names the new account.
                 session.user = session.host = session.ip = None
-                session.attributed = False
+                session.attributed, session.attribution = False, "unattributed"
             if command == "Connect":
                 session.started_at = when
-        elif record.user is not None and not session.attributed and not failed:
-            # Formats that name the account on every record (tables, audit logs).
-            session.user, session.host, session.ip = record.user, record.host, record.ip
-            session.attributed = True
+        elif command == "Connect" and failed:
+            # A refused login owns nothing: what runs under this id later is the next login's.
+            session.user = session.host = session.ip = None
+            session.attributed, session.attribution, session.carried = False, "unattributed", False
+        stale = False
+        if record.user is not None and not failed and command not in ("Connect", "Change user"):
+            stale = session.stale is not None and (record.user, record.host) == session.stale
+            if not session.attributed and not stale:
+                # Formats that name the account on every record (tables, audit logs).
+                session.user, session.host, session.ip = record.user, record.host, record.ip
+                session.attributed, session.attribution = True, "record"
+                session.connect_file, session.carried = self.file, False
         if not failed:
             # The client's details, where the format gives them (audit logs' connection attributes).
             session.program = session.program or record.extra.get("program_name")
             session.os_user = session.os_user or record.extra.get("os_user") or record.extra.get("os_login")
-        # Who ran this record: the record's own account where the format names one on every
-        # record (audit logs, table rows), else its connection's. A refused login names
-        # who tried.
-        if record.user is not None:
+        # Who ran this record: its own account where the format names one on every record (audit
+        # logs, table rows), unless it is the account before a change of user that a format goes
+        # on naming (server_audit's QUERY records); else its session's. A refused login names who
+        # tried. After a change of user the session's account and database are believed.
+        database = record.database or session.database
+        own = record.user is not None and (record.user, record.host) == (session.user, session.host)
+        if record.user is not None and not stale and (session.stale is None or failed or opens or own):
             user, host, ip = record.user, record.host, record.ip
+            attribution = "connect" if opens else "record"
         else:
             user, host, ip = session.user, session.host, session.ip
+            if session.stale is not None:
+                database = session.database
             if not session.attributed:
                 flags.add("unattributed")
+                attribution = "unattributed"
+            elif session.carried:
+                attribution = "inferred_reopen"
+            elif session.attribution == "connect" and session.connect_file != self.file:
+                attribution = "connect_earlier_file"
+            else:
+                attribution = session.attribution if session.attribution != "record" else "connect"
         if failed:
             flags.add("failed")
         if when is None:
@@ -279,11 +529,11 @@ class SessionTracker:
             occurred_at=when,
             server=self.server,
             session=session,
-            connection_id=record.connection_id,
+            connection_id=cid,
             user=user,
             host=host,
             ip=ip,
-            database=record.database or session.database,
+            database=database,
             command=command,
             sql=decode_sql(record.argument),
             raw=record.raw,
@@ -292,13 +542,28 @@ class SessionTracker:
             flags=flags,
             rows_affected=record.rows_affected,
             status=record.status,
+            attribution=attribution,
         )
+        if opens or (session.opened is None and session.attribution == "record" and user is not None):
+            session.opened = (when.isoformat() if when else None, event.record_hash())
         if command == "Init DB":
             session.database = event.sql.strip() or None
         elif command == "Query":
             new_db = use_database(event.sql)
             if new_db:
                 session.database = new_db
+            head = event.sql[:12].lstrip()[:5].upper()
+            if head == "SHUTD":
+                self.reopener = [cid, record.line, "asked the server to shut down"]
+            elif not failed and head in _REOPENER_HEADS:
+                if _FLUSH_LOGS.match(event.sql):
+                    self.reopener = [cid, record.line, "flushed the logs"]
+                elif _LOGGING_OFF.search(event.sql):
+                    self.reopener = [cid, record.line, "switched logging off"]
+        elif command == "Refresh":
+            self.reopener = [cid, record.line, "flushed the logs"]
+        elif command == "Shutdown":
+            self.reopener = [cid, record.line, "asked the server to shut down"]
         elif command == "Quit":
             session.ended_at = when
         return event
@@ -360,14 +625,24 @@ _ROUTINE_TYPES = frozenset({"CREATE PROCEDURE", "DROP PROCEDURE", "CALL"})
 
 
 def _routine(event: Event, routines: dict[str, list[Any]]) -> None:
-    """Learn procedures from CREATE/DROP PROCEDURE; mark a CALL with what its body does."""
+    """Learn procedures from CREATE/DROP PROCEDURE; mark a CALL with what its body does and, for
+    SQL SECURITY DEFINER (the default), the account it runs as (`definer`; the caller stays the
+    actor). A DEFINER clause names that account; without one it is the account that created it."""
     if "failed" in event.flags:
         return
     kind = event.statement_type
     if kind == "CREATE PROCEDURE":
         found = procedure_definition(event.sql, event.database)
         if found:
-            routines[found[0]] = [found[1].destructive, list(found[1].tables)]
+            name, routine = found
+            definer = routine.definer
+            if definer is None and event.user is not None and "unattributed" not in event.flags:
+                definer = f"{event.user}@{event.host or ''}"
+            routines[name] = [
+                routine.destructive,
+                list(routine.tables),
+                definer if routine.security != "INVOKER" else None,
+            ]
     elif kind == "DROP PROCEDURE":
         name = dropped_procedure(event.sql, event.database)
         if name:
@@ -375,9 +650,10 @@ def _routine(event: Event, routines: dict[str, list[Any]]) -> None:
     elif kind == "CALL":
         name = called_procedure(event.sql, event.database)
         if name in routines:
-            destructive, tables = routines[name]
+            destructive, tables, *definer = routines[name]
             event.destructive = event.destructive or destructive
             event.tables = tuple(dict.fromkeys([*event.tables, *tables]))
+            event.definer = definer[0] if definer else None
 
 
 _PREPARED_TYPES = frozenset({"PREPARE", "EXECUTE", "DEALLOCATE PREPARE"})
@@ -475,9 +751,10 @@ class GapFinder:
     - logging switched off (SET GLOBAL general_log = OFF, log_output = 'NONE',
       server_audit_logging = OFF, an audit plugin unloaded): from that statement to the next
       record (when logging came back); open (no end) while nothing follows;
-    - a start banner (a restart, or logging switched on again: the banner cannot tell) or
-      connection ids starting over (a restart): from the last record before to the first
-      after, unless a logging-off gap covers it already;
+    - a start banner, as the tracker judged it from the records after it (log_reopened in the
+      same boot, restart, or log_opened when they cannot tell), or connection ids starting over
+      (a restart): from the last record before to the first after, unless a logging-off gap
+      covers it already;
     - the clock going backwards (more than a second): from the later time to the earlier.
     State (for the next file of the same server) is plain data: see to_state.
     """
@@ -516,16 +793,21 @@ class GapFinder:
     def _see(self, event: Event) -> Iterator[Gap]:
         when = event.occurred_at
         new_boot = self.boot is not None and event.session.boot != self.boot
+        banner = event.command == "Server start" and event.note
         if self.off is not None:
             off_time, line, offset, sql = self.off
             self.off = None
             yield Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
-        elif new_boot and event.command == "Server start":
-            # A start banner is written at start-up, but also when logging is switched on
-            # again or the log reopened: the banner alone cannot tell which.
-            detail = "the server restarted, or logging was switched on again"
-            yield Gap("log_opened", self.last_time, when, event.line, event.offset, detail)
-        elif new_boot:
+            if banner and event.note.startswith(RESTART):
+                # Switched off, then a restart: the off gap covers the time, but not that fact.
+                detail = event.note.split("|", 1)[1][:1000]
+                yield Gap("restart", off_time, when, event.line, event.offset, detail)
+        elif banner:
+            # The tracker weighed what follows the banner: reopen, restart, or neither proven.
+            verdict, detail = event.note.split("|", 1)
+            reason = {REOPEN: "log_reopened", RESTART: "restart"}.get(verdict, "log_opened")
+            yield Gap(reason, self.last_time, when, event.line, event.offset, detail[:1000])
+        elif new_boot and event.command != "Server start":
             detail = "the server restarted: connection ids started over"
             yield Gap("restart", self.last_time, when, event.line, event.offset, detail)
         elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:

@@ -34,13 +34,13 @@ from ingest.events import Event, FlagCorrection, Gap
 from ingest.models import Gap as GapRow
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.mysql_table import Puller
-from ingest.normalize import GapFinder, SessionTracker, classify_events
+from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.general_log import GeneralLogParser, parse_general_log
 from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
 from ingest.parsers.json_audit import parse_json_audit
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem, ServerStart
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.sources import check_sources_health
@@ -276,6 +276,7 @@ def ingest_file(
     )
     run = IngestRun.objects.create(source=source, source_file=source_file, bytes_total=opened.size)
     tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
+    tracker.file = source_file.pk  # Connects read from here on were read in this file
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
     hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year)
     gaps = gap_finder or GapFinder()
@@ -593,6 +594,7 @@ def tail_messages(
     batch_size: int,
     last_time: datetime | None = None,
     cut_bytes: int | None = None,
+    file_id: int | None = None,
 ) -> Iterator[tuple[object, ...]]:
     """Parse a file from a resume point; yield ("batch", formatted events, problems, events seen,
     corrections, gaps, resume point, state, finished) messages, each complete up to its resume point.
@@ -601,18 +603,20 @@ def tail_messages(
     time, so when the parser is asked for its next item every stage after it has finished
     with everything before: that moment is a cut. The valve between the parser and the
     tracker records cuts there:
-    1. when the batch is full (not right after a server start banner: the tracker holds it
-       until the boot's first record, outside its state);
+    1. when the batch is full (not while the tracker holds a start banner's records, outside
+       its state, until they show reopen or restart);
     2. at the end of the bytes when the file may still grow (`finish` false): the state after
-       the last complete item; an item only the end of the bytes completed (the parser cannot
-       know that the next line does not continue it) and whatever follows are left for the
-       next read, which starts at that item.
+       the last complete item, a held banner decided with what was read; an item only the end
+       of the bytes completed (the parser cannot know that the next line does not continue it)
+       and whatever follows are left for the next read, which starts at that item.
     A file that is finished is read to its end and every stage flushed.
 
     With no `writer` it only scans (ingest.split): events are counted, not kept or formatted.
     `cut_bytes` also makes a cut whenever that many bytes were read since the last one.
+    `file_id` (the SourceFile's) tells the tracker which file a connection's Connect was read in.
     """
     start_line = lines.line
+    tracker.file = file_id
     # Where the parser would resume before its next item, as it tells it (a cheap tuple: the
     # resume point is made of it only where a cut is made).
     resume_point: Callable[[], tuple[int, int, datetime | None]] | None = None
@@ -649,9 +653,11 @@ def tail_messages(
         )
         return _Cut(resume, state, ends)
 
-    def valve() -> Iterator[Item]:
+    def valve() -> Iterator[Item | Settle]:
+        """The parser's items, with the cuts made between them (see above). A cut is made only
+        where the tracker holds nothing back: not while it holds a start banner's records until
+        they show reopen or restart. Where the bytes end for now, it is told to decide (SETTLE)."""
         nonlocal want_cut, final, cut_from
-        before_banner: _Cut | None = None
         iterator = iter(items)
         while True:
             before = resume_point() if resume_point else None
@@ -660,19 +666,20 @@ def tail_messages(
             except StopIteration:
                 if not finish:
                     end = _resume_dict(*before) if before else _resume_dict(lines.offset, lines.line)
-                    final = before_banner or cut(end)
+                    if tracker.holding:
+                        yield SETTLE
+                    final = cut(end)
                 return
             if not finish and lines.eof:
-                final = before_banner or cut(_resume_before(before, item))
+                end = _resume_before(before, item)
+                if tracker.holding:
+                    yield SETTLE
+                final = cut(end)
                 return
-            if isinstance(item, ServerStart):
-                before_banner = before_banner or cut(_resume_before(before, item))
-            else:
-                if want_cut and before_banner is None:
-                    cuts.append(cut(_resume_before(before, item)))
-                    want_cut = False
-                    cut_from = lines.offset
-                before_banner = None
+            if want_cut and not tracker.holding:
+                cuts.append(cut(_resume_before(before, item)))
+                want_cut = False
+                cut_from = lines.offset
             yield item
 
     def send(c: _Cut, finished: bool) -> tuple[object, ...]:
@@ -960,6 +967,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
             writer=writer,
             batch_size=settings.INGEST_BATCH_SIZE,
             last_time=last_time,
+            file_id=known.pk,
         )
 
     messages = in_second_process(produce) if settings.INGEST_PARALLEL else produce()

@@ -90,7 +90,7 @@ def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Disp
         if known is None:
             continue
         start = known.resume or _resume_dict(0, 1)
-        for end, end_state, finished in _scan(source, read, start, state):
+        for end, end_state, finished in _scan(source, read, start, state, known.pk):
             if int(end["offset"]) > int(start["offset"]) or finished:  # type: ignore[call-overload]
                 chunk = Chunk.objects.create(
                     split=split,
@@ -116,7 +116,7 @@ def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Disp
 
 
 def _scan(
-    source: Source, read: Read, start: dict[str, object], state: dict[str, object]
+    source: Source, read: Read, start: dict[str, object], state: dict[str, object], file_id: int
 ) -> Iterator[tuple[dict[str, object], dict[str, object], bool]]:
     """The cuts of one file from `start`: (resume point, state there, read to the end) each."""
     c = read.candidate
@@ -136,6 +136,7 @@ def _scan(
             batch_size=SCAN_ALL,
             last_time=last_time,
             cut_bytes=None if c.compressed else settings.INGEST_CHUNK_BYTES,
+            file_id=file_id,
         ):
             *_, resume, cut_state, finished = message
             # Kept while the scan goes on: nothing in it may be shared with the live stages.
@@ -210,6 +211,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
             writer=writer,
             batch_size=settings.INGEST_BATCH_SIZE,
             last_time=last_time,
+            file_id=known.pk,
         )
 
     worker = f"{socket.gethostname()}:{os.getpid()}"[:200]

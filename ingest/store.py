@@ -27,6 +27,7 @@ EVENT_COLUMNS = (
     "occurred_at", "server", "connection_id", "user", "host", "ip", "database", "command",
     "statement_type", "tables", "destructive", "flags", "sql", "fingerprint", "rows_affected",
     "status", "raw", "line", "byte_offset", "record_hash", "ingest_run_id", "session_id", "source_file_id",
+    "attribution", "definer",
 )  # fmt: skip
 _COLUMN_LIST = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 _COLUMNS = SQL(", ").join(map(Identifier, EVENT_COLUMNS))  # the same, for psycopg.sql
@@ -38,11 +39,11 @@ MAX_FIELD_CHARS = {"user": 200, "host": 300, "ip": 64, "database": 200, "command
 _SESSION_UPSERT = """
 INSERT INTO ingest_session
     (id, key, server, boot, connection_id, "user", host, ip, database, program, os_user, started_at,
-     ended_at, attributed)
+     ended_at, attributed, previous_id, opened_time, opened_hash)
 SELECT * FROM unnest(
     %s::int8[], %s::varchar[], %s::varchar[], %s::varchar[], %s::int8[], %s::varchar[], %s::varchar[],
     %s::varchar[], %s::varchar[], %s::varchar[], %s::varchar[], %s::timestamptz[], %s::timestamptz[],
-    %s::bool[])
+    %s::bool[], %s::int8[], %s::timestamptz[], %s::bytea[])
 ON CONFLICT (key) DO UPDATE SET
     -- What we learn later about a session fills gaps; it never overwrites what a Connect said.
     "user" = COALESCE(ingest_session."user", EXCLUDED."user"),
@@ -53,7 +54,10 @@ ON CONFLICT (key) DO UPDATE SET
     os_user = COALESCE(ingest_session.os_user, EXCLUDED.os_user),
     started_at = COALESCE(ingest_session.started_at, EXCLUDED.started_at),
     ended_at = GREATEST(ingest_session.ended_at, EXCLUDED.ended_at),
-    attributed = ingest_session.attributed OR EXCLUDED.attributed
+    attributed = ingest_session.attributed OR EXCLUDED.attributed,
+    previous_id = COALESCE(ingest_session.previous_id, EXCLUDED.previous_id),
+    opened_time = COALESCE(ingest_session.opened_time, EXCLUDED.opened_time),
+    opened_hash = COALESCE(ingest_session.opened_hash, EXCLUDED.opened_hash)
 """
 
 
@@ -133,6 +137,9 @@ def _session_row(s: SessionInfo) -> tuple[object, ...]:
         session_id_of(s.key), s.key, s.server, s.boot, s.connection_id, _bounded(s.user, 200),
         _bounded(s.host, 300), _bounded(s.ip, 64), _bounded(s.database, 200), _bounded(s.program, 200),
         _bounded(s.os_user, 200), s.started_at, s.ended_at, s.attributed,
+        session_id_of(s.previous) if s.previous else None,
+        datetime.fromisoformat(s.opened[0]) if s.opened and s.opened[0] else None,
+        s.opened[1] if s.opened else None,
     )  # fmt: skip
 
 
@@ -203,7 +210,8 @@ class RowFormatter:
             self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
         return (
             f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
-            f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}\n"
+            f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
+            f"\t{e.attribution or 'unattributed'}\t{_copy_text(_bounded(e.definer, 300))}\n"
         )
 
     @staticmethod
@@ -275,6 +283,12 @@ def stored_copy_line(row: dict[str, object], flags: list[str]) -> str:
                 number(row["ingest_run_id"]),
                 number(row["session_id"]),
                 number(row["source_file_id"]),
+                # Events stored before attribution was recorded were written without these two.
+                *(
+                    (_copy_text(row["attribution"]), _copy_text(row["definer"]))  # type: ignore[arg-type]
+                    if row["attribution"]
+                    else ()
+                ),
             )
         )
         + "\n"

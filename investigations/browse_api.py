@@ -25,6 +25,7 @@ from investigations.api import (
     page_size,
     param_parameters,
 )
+from investigations.attribution import attribution_proof
 from investigations.query import (
     BadCursor,
     GapFilter,
@@ -128,7 +129,8 @@ def event_detail(request: Request, event_id: int) -> Response:
     audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
     before, after = session_context(event, _context_size(request.query_params))
     context = {"session": event.session, "before": before, "after": after}
-    return Response(EventDetailSerializer(event, context={"session_context": context}).data)
+    proof = attribution_proof(event)
+    return Response(EventDetailSerializer(event, context={"session_context": context, "proof": proof}).data)
 
 
 def _with_counts(sessions: list[Session]) -> list[Session]:

@@ -39,7 +39,7 @@ WORK_MEM = "64MB"  # for the export's sort (PostgreSQL's default, 4 MB, spills s
 COLUMNS = (
     "id", "occurred_at", "server", "session_id", "connection_id", "user", "host", "ip", "database",
     "command", "statement_type", "tables", "destructive", "flags", "sql", "fingerprint",
-    "rows_affected", "status", "source_file_id", "line", "byte_offset",
+    "rows_affected", "status", "source_file_id", "line", "byte_offset", "attribution", "definer",
 )  # fmt: skip
 
 # Each line is JSON text put together in SQL: constant parts as literals, each value through
@@ -77,6 +77,7 @@ _FILE = "COALESCE(f.path_json, 'null')"
 _SOURCE = _obj(("file", _FILE), ("sha256", "COALESCE(f.sha256_json, 'null')"), ("line", _num("e.line")),
                ("offset", _num("e.byte_offset")))  # fmt: skip
 _SESSION = "COALESCE(s.key_json, 'null')"
+_ATTRIBUTION = _str("NULLIF(e.attribution, '')")  # "": stored before attribution was recorded
 _CLIENT = """COALESCE(s.client_json, '{"program":null,"os_user":null}')"""
 
 # One event as /api/v1/events/ shows it (investigations.serializers.EventSerializer), in its order.
@@ -88,7 +89,7 @@ PLAIN = _obj(
     ("tables", _ARRAY.format("e.tables")), ("destructive", _BOOL.format("e.destructive")),
     ("flags", _ARRAY.format("e.flags")), ("sql", _str("e.sql")), ("fingerprint", _str("e.fingerprint")),
     ("rows_affected", _num("e.rows_affected")), ("status", _str("e.status")),
-    ("source", _SOURCE), ("client", _CLIENT),
+    ("source", _SOURCE), ("client", _CLIENT), ("attribution", _ATTRIBUTION), ("definer", _str("e.definer")),
 )  # fmt: skip
 
 # The same event in Elastic Common Schema names (README "ECS field names" lists the mapping);
@@ -96,7 +97,7 @@ PLAIN = _obj(
 # user, host or ip is left out, as ECS wants absent rather than empty values.
 ECS_AUDITWEB_FIELDS = (
     "session", "connection_id", "database", "command", "statement_type", "tables", "destructive",
-    "flags", "fingerprint", "rows_affected", "status", "source", "client",
+    "flags", "fingerprint", "rows_affected", "status", "source", "client", "attribution", "definer",
 )  # fmt: skip
 _NAMED = """'{"name":' || to_json(e."user")::text || '}'"""
 # `client`: address, ip and user, each only when known.
@@ -141,6 +142,7 @@ ECS = _obj(
         ("destructive", _BOOL.format("e.destructive")), ("flags", _ARRAY.format("e.flags")),
         ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
         ("status", _str("e.status")), ("source", _SOURCE), ("client", _CLIENT),
+        ("attribution", _ATTRIBUTION), ("definer", _str("e.definer")),
     )),
 )  # fmt: skip
 

@@ -50,14 +50,30 @@ class EventSerializer(serializers.ModelSerializer):
     source = serializers.SerializerMethodField()
     session = serializers.CharField(source="session.key", read_only=True)
     client = serializers.SerializerMethodField()
+    attribution = serializers.SerializerMethodField()
+    definer = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The account a SQL SECURITY DEFINER routine runs as (a CALL)",
+    )
 
     class Meta:
         model = Event
         fields = [
             "id", "occurred_at", "server", "session", "user", "host", "ip", "connection_id", "database",
             "command", "statement_type", "tables", "destructive", "flags", "sql", "fingerprint",
-            "rows_affected", "status", "source", "client",
+            "rows_affected", "status", "source", "client", "attribution", "definer",
         ]  # fmt: skip
+
+    @extend_schema_field(
+        serializers.ChoiceField(choices=Event.Attribution.choices, allow_null=True)  # type: ignore[arg-type]
+    )
+    def get_attribution(self, event: Event) -> str | None:
+        """How the account is known: `record` (the record names it), `connect` (the connection's
+        Connect or Change user, in the same file), `connect_earlier_file`, `inferred_reopen`
+        (across a log reopening the logs could not prove), `unattributed`. Null: stored before
+        AuditWeb recorded it."""
+        return event.attribution or None
 
     def get_client(self, event: Event) -> dict:
         """The client program and operating-system user of the session, where the log names them."""
@@ -129,12 +145,18 @@ class SessionSerializer(serializers.ModelSerializer):
     attributed = serializers.BooleanField(
         read_only=True, help_text="False: the connection began before the logs read, its user is unknown"
     )
+    previous = serializers.IntegerField(
+        source="previous_id",
+        read_only=True,
+        allow_null=True,
+        help_text="The session this one followed on the same connection, by a change of user",
+    )
 
     class Meta:
         model = Session
         fields = [
             "id", "key", "server", "boot", "connection_id", "user", "host", "ip", "program", "os_user",
-            "database", "started_at", "ended_at", "attributed",
+            "database", "started_at", "ended_at", "attributed", "previous",
         ]  # fmt: skip
 
 
@@ -174,12 +196,48 @@ class EventContextSerializer(serializers.Serializer):
     after = ContextEventSerializer(many=True, help_text="The session's statements just after, oldest first")
 
 
+class AttributionProofSerializer(serializers.Serializer):
+    explained = serializers.CharField(help_text="How the account is known, in words")
+    opened_by = serializers.DictField(
+        allow_null=True,
+        help_text="The Connect or Change user record that names the account: its event id, file, line, time",
+    )
+    evidence = serializers.CharField(
+        allow_null=True, help_text="For inferred_reopen: what the logs show around the reopening"
+    )
+    previous_session = serializers.IntegerField(
+        allow_null=True, help_text="The session before a change of user on the same connection"
+    )
+
+
 class EventDetailSerializer(EventSerializer):
     raw = serializers.SerializerMethodField()
     context = serializers.SerializerMethodField()
+    attribution_proof = serializers.SerializerMethodField()
 
     class Meta(EventSerializer.Meta):
-        fields = [*EventSerializer.Meta.fields, "raw", "context"]
+        fields = [*EventSerializer.Meta.fields, "raw", "context", "attribution_proof"]
+
+    @extend_schema_field(AttributionProofSerializer)
+    def get_attribution_proof(self, event: Event) -> dict:
+        """Why the event is its account's: the login record, the evidence, the session before."""
+        proof = self.context["proof"]
+        opened = proof.opened_by
+        return {
+            "explained": proof.explained,
+            "opened_by": {
+                "id": opened.pk,
+                "command": opened.command,
+                "file": opened.source_file.path,
+                "line": opened.line,
+                "offset": opened.byte_offset,
+                "occurred_at": _UTC.to_representation(opened.occurred_at),
+            }
+            if opened is not None
+            else None,
+            "evidence": proof.evidence.detail if proof.evidence is not None else None,
+            "previous_session": proof.previous.pk if proof.previous is not None else None,
+        }
 
     def get_raw(self, event: Event) -> str:
         """The record's bytes exactly as read from the log, base64 (they may hold any byte)."""

@@ -17,6 +17,7 @@ from ingest.custody import link_of_event
 from ingest.models import Event, IngestRun, Source
 from ingest.sources import source_health
 from investigations import audit
+from investigations.attribution import attribution_proof
 from investigations.charts import bucket_rows, chart_data
 from investigations.middleware import TZ_COOKIE, zone_named
 from investigations.query import (
@@ -277,6 +278,7 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     before, after = session_context(event, SESSION_CONTEXT)
     audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
     context = {"event": event, "before": before, "after": after, "context_size": SESSION_CONTEXT}
+    context["proof"] = attribution_proof(event)
     context["custody"] = link_of_event(
         event_id=event.pk, source_file_id=event.source_file_id, byte_offset=event.byte_offset
     )

@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="event",
             name="attribution",
-            field=models.CharField(blank=True, default="", max_length=24),
+            field=models.CharField(blank=True, db_default="", default="", max_length=24),
         ),
         migrations.AddField(
             model_name="event",

@@ -18,11 +18,11 @@ _NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|[\w$]+))?"
 _CREATE = re.compile(
     rf"""
     ^\s*CREATE\s+(?:OR\s+REPLACE\s+)?
-    (?:DEFINER\s*=\s*(?:`[^`]*`|'[^']*'|[^\s@]+)(?:@(?:`[^`]*`|'[^']*'|\S+))?\s+)?  # DEFINER=user@host
+    (?:DEFINER\s*=\s*(?P<definer>(?:`[^`]*`|'[^']*'|[^\s@]+)(?:@(?:`[^`]*`|'[^']*'|\S+))?)\s+)?  # user@host
     PROCEDURE\s+(?:IF\s+NOT\s+EXISTS\s+)?(?P<name>{_NAME})\s*
     \((?P<params>[^)]*)\)\s*                                                        # parameters
     (?:(?:COMMENT\s+'(?:[^']|'')*'|LANGUAGE\s+SQL|(?:NOT\s+)?DETERMINISTIC|CONTAINS\s+SQL
-       |NO\s+SQL|READS\s+SQL\s+DATA|MODIFIES\s+SQL\s+DATA|SQL\s+SECURITY\s+\w+)\s*)*  # characteristics
+       |NO\s+SQL|READS\s+SQL\s+DATA|MODIFIES\s+SQL\s+DATA|SQL\s+SECURITY\s+(?P<security>\w+))\s*)*
     (?P<body>.+?)\s*;?\s*$
     """,
     re.IGNORECASE | re.DOTALL | re.VERBOSE,
@@ -35,6 +35,20 @@ _DROP = re.compile(rf"^\s*DROP\s+PROCEDURE\s+(?:IF\s+EXISTS\s+)?(?P<name>{_NAME}
 class Routine(NamedTuple):
     destructive: bool
     tables: tuple[str, ...]
+    # The account its body runs as: DEFINER (the default) runs as the definer, named by the
+    # DEFINER clause (None: the account that created it); INVOKER runs as the caller.
+    definer: str | None
+    security: str
+
+
+def account_name(text: str) -> str | None:
+    """`admin`@`localhost`, 'admin'@'%' or admin@localhost as admin@localhost; None for
+    CURRENT_USER (the creating account, which the caller knows)."""
+    user, _, host = text.partition("@")
+    user, host = user.strip("`'\""), host.strip("`'\"")
+    if user.upper() in ("CURRENT_USER", "CURRENT_USER()") and not host:
+        return None
+    return f"{user}@{host}" if host else user
 
 
 def procedure_definition(sql: str, database: str | None) -> tuple[str, Routine] | None:
@@ -48,7 +62,9 @@ def procedure_definition(sql: str, database: str | None) -> tuple[str, Routine] 
     name = qualify_name(m["name"], database)
     routine_db = name.rsplit(".", 1)[0] if "." in name else database
     c = classify(inner, routine_db)
-    return name, Routine(c.destructive or "destructive_body" in c.flags, tuple(c.tables))
+    definer = account_name(m["definer"]) if m["definer"] else None
+    security = (m["security"] or "DEFINER").upper()
+    return name, Routine(c.destructive or "destructive_body" in c.flags, tuple(c.tables), definer, security)
 
 
 def called_procedure(sql: str, database: str | None) -> str | None:

@@ -13,7 +13,7 @@ COLUMNS = [
     "number", "event_id", "occurred_at_utc", "server", "user", "host", "ip", "session", "connection_id",
     "database", "command", "statement_type", "tables", "destructive", "flags", "rows_affected", "status",
     "sql", "source_file", "source_line", "source_offset", "source_file_sha256", "record_hash",
-    "integrity", "pinned_record_hash", "note", "pinned_by", "pinned_at_utc",
+    "integrity", "pinned_record_hash", "note", "pinned_by", "pinned_at_utc", "attribution", "definer",
 ]  # fmt: skip
 
 
@@ -26,13 +26,14 @@ def row(item: content.Item) -> list[object]:
     pinned = [item.integrity, bytes(pin.event_record_hash).hex(), pin.note, pin.pinned_by.get_username(),
               _iso(pin.pinned_at)]  # fmt: skip
     if e is None:
-        return [item.number, pin.event_id, _iso(pin.event_occurred_at), *[""] * 22, *pinned]
+        return [item.number, pin.event_id, _iso(pin.event_occurred_at), *[""] * 22, *pinned, "", ""]
     return [
         item.number, e.id, _iso(e.occurred_at), e.server, e.user or "", e.host or "", e.ip or "",
         e.session.key, e.connection_id if e.connection_id is not None else "", e.database or "",
         e.command, e.statement_type, " ".join(e.tables), "yes" if e.destructive else "no", " ".join(e.flags),
         e.rows_affected if e.rows_affected is not None else "", e.status or "", e.sql,
         e.source_file.path, e.line, e.byte_offset, e.source_file.sha256, bytes(e.record_hash).hex(), *pinned,
+        e.attribution or "not recorded", e.definer or "",
     ]  # fmt: skip
 
 

@@ -79,6 +79,8 @@ def evidence_entry(item: content.Item) -> dict[str, Any]:
         user=e.user,
         host=e.host,
         ip=e.ip,
+        attribution=e.attribution or None,
+        definer=e.definer,
         database=e.database,
         command=e.command,
         statement_type=e.statement_type,

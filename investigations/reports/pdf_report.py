@@ -49,6 +49,14 @@ from investigations.reports.text import pdf_markup, printable_latin1, wrap_mono
 SQL_SHOWN_MAX = 20_000  # characters of one statement printed; the rest is named, and is in the JSON report
 SPLIT_ROW_AT = 3_000  # characters of a statement from which its row may be split across pages
 LOOKAHEAD = 4  # flowables made ahead of the one being laid out
+# How the account is known (ingest.models.Event.Attribution), as the evidence table says it.
+ATTRIBUTION_SHORT = {
+    "record": "account named by the record",
+    "connect": "account from its login, same file",
+    "connect_earlier_file": "account from its login, earlier file",
+    "inferred_reopen": "INFERRED across a log reopening",
+    "unattributed": "account unknown",
+}
 
 INK = colors.HexColor("#1d232a")
 MUTED = colors.HexColor("#5b6672")
@@ -607,10 +615,13 @@ def evidence_cells(item: content.Item) -> list[Any]:
     who = f"{e.user}@{e.host if e.host is not None else '?'}" if e.user is not None else "unknown account"
     if e.ip and e.ip != e.host:
         who += f" ({e.ip})"
+    known = ATTRIBUTION_SHORT.get(e.attribution, "attribution not recorded")
     left = TextLines(
         [
             (utc(e.occurred_at).removesuffix(" UTC"), "Helvetica-Bold", 8, INK),
             (who, "Helvetica", 8, INK),
+            (known, "Helvetica", 7, DANGER if e.attribution == "inferred_reopen" else MUTED),
+            *([(f"routine runs as {e.definer}", "Helvetica", 7, MUTED)] if e.definer else []),
             *([(f"database {e.database}", "Helvetica", 8, MUTED)] if e.database else []),
             (f"session {e.session.key}", "Courier", 6.2, MUTED),
         ]

@@ -35,9 +35,9 @@ def test_the_real_restart_and_the_final_switch_off_are_gaps() -> None:
     off_line = next(n for n, line in enumerate(lines, 1) if line.endswith(b"SET GLOBAL general_log = OFF"))
     restart = next(n for n, line in enumerate(lines, 1) if b"started with:" in line and n > 1)
     assert gaps() == [
-        # The restart: from the last record before the banner to the first after it (a banner
-        # is also written when logging is switched on again: it does not say which).
-        ("log_opened", t(2026, 11, 22, 8, 48, 20), t(2026, 11, 22, 8, 48, 22), restart),
+        # The restart: from the last record before the banner to the first after it. A banner is
+        # also written when the log is reopened; here the ids after it started over.
+        ("restart", t(2026, 11, 22, 8, 48, 20), t(2026, 11, 22, 8, 48, 22), restart),
         # root switched the log off last; nothing was recorded after it: open.
         ("logging_off", t(2026, 11, 22, 8, 48, 24), None, off_line),
     ]

@@ -55,18 +55,76 @@ def test_init_db_and_use_change_the_current_database_for_later_statements() -> N
     assert events[4].tables == ("billing.invoices",)
 
 
+BANNER = ServerStart(line=3, offset=100, raw=b"banner\n", version="10.11.19-MariaDB-log")
+T1 = datetime(2026, 1, 5, 10, 0, 0)
+
+
 def test_a_restart_starts_a_new_boot_so_reused_thread_ids_are_new_sessions() -> None:
-    t1 = datetime(2026, 1, 5, 10, 0, 0)
     events = run([
         rec(5, "Connect", b"alice@h on shop", T0, user="alice", host="h", database="shop"),
-        ServerStart(line=3, offset=100, raw=b"banner\n", version="10.11.19-MariaDB-log"),
-        rec(5, "Query", b"DELETE FROM orders", t1),
+        BANNER,
+        rec(5, "Connect", b"bob@h on shop", T1, user="bob", host="h", database="shop"),
+        rec(5, "Query", b"DELETE FROM orders", T1),
+    ])  # fmt: skip
+    start, connect, delete = events[1], events[2], events[3]
+    assert start.command == "Server start" and start.occurred_at == T1.replace(tzinfo=UTC)
+    assert start.note.startswith("restart|") and "connection 5 logged in after it" in start.note
+    assert (delete.user, delete.attribution) == ("bob", "connect")
+    assert delete.session.key == connect.session.key == "db1/20260105T100000Z/5"
+    assert delete.session.key != events[0].session.key
+
+
+def test_a_statement_after_a_banner_that_nothing_decides_keeps_its_account_marked_inferred() -> None:
+    events = run([
+        rec(5, "Connect", b"alice@h on shop", T0, user="alice", host="h", database="shop"),
+        BANNER,
+        rec(5, "Query", b"DELETE FROM orders", T1),
     ])  # fmt: skip
     start, delete = events[1], events[2]
-    assert start.command == "Server start" and start.occurred_at == t1.replace(tzinfo=UTC)
-    assert delete.user is None and "unattributed" in delete.flags
-    assert delete.session.key != events[0].session.key
-    assert delete.session.key == "db1/20260105T100000Z/5"
+    assert start.note.startswith("undecided|") and "connection 5, open before it" in start.note
+    assert (delete.user, delete.attribution) == ("alice", "inferred_reopen")
+    assert delete.session.key == events[0].session.key  # the same boot: nothing proved otherwise
+
+
+def test_ids_that_go_on_after_a_banner_prove_a_reopen() -> None:
+    events = run([
+        rec(12, "Connect", b"eve@h on shop", T0, user="eve", host="h", database="shop"),
+        rec(12, "Query", b"SET GLOBAL general_log = OFF", T0),
+        BANNER,
+        rec(12, "Query", b"DELETE FROM orders", T1),
+        rec(13, "Connect", b"bob@h on shop", T1, user="bob", host="h", database="shop"),
+        rec(12, "Query", b"DROP TABLE customers", T1),
+    ])  # fmt: skip
+    start = events[2]
+    assert start.note.startswith("reopen|") and "ids went on" in start.note
+    assert "it had switched logging off at line 1" in start.note
+    delete, drop = events[3], events[5]
+    assert [(e.user, e.attribution) for e in (delete, drop)] == [("eve", "connect")] * 2
+
+
+def test_a_first_record_without_a_printed_time_proves_a_reopen() -> None:
+    untimed = LogRecord(line=5, offset=120, raw=b"\t\t   12 Query\tDELETE FROM orders\n", occurred_at=T0,
+                        connection_id=12, command="Query", argument=b"DELETE FROM orders")  # fmt: skip
+    events = run(
+        [rec(12, "Connect", b"eve@h on shop", T0, user="eve", host="h", database="shop"), BANNER, untimed]
+    )
+    assert events[1].note.startswith("reopen|") and "prints no time" in events[1].note
+    assert (events[2].user, events[2].attribution) == ("eve", "connect")
+
+
+def test_a_later_login_far_below_an_undecided_banner_starts_a_new_boot() -> None:
+    tracker = SessionTracker("db1")
+    first = list(tracker.process([
+        rec(90, "Connect", b"alice@h on shop", T0, user="alice", host="h", database="shop"), BANNER,
+        rec(90, "Query", b"SELECT 1", T1),
+    ]))  # fmt: skip
+    assert first[2].attribution == "inferred_reopen"
+    later = [e for e in tracker.process([
+        rec(3, "Connect", b"bob@h on shop", T1, user="bob", host="h", database="shop"),
+        rec(90, "Query", b"DELETE FROM orders", T1),
+    ]) if isinstance(e, Event)]  # fmt: skip
+    # Ids started over: connection 90 is no longer alice's, and nobody knows whose it is.
+    assert (later[1].user, later[1].attribution) == (None, "unattributed")
 
 
 def test_naive_times_are_read_in_the_source_time_zone() -> None:

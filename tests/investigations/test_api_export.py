@@ -100,7 +100,8 @@ def ecs_of(row: dict) -> dict:
     if user:
         client["user"] = {"name": user}
     auditweb = ("session", "connection_id", "database", "command", "statement_type", "tables", "destructive",
-                "flags", "fingerprint", "rows_affected", "status", "source", "client")  # fmt: skip
+                "flags", "fingerprint", "rows_affected", "status", "source", "client", "attribution",
+                "definer")  # fmt: skip
     return {
         "@timestamp": row["occurred_at"],
         "ecs": {"version": "8.11.0"},

@@ -1,0 +1,113 @@
+"""Benchmark: what attribution provenance costs the parsing process, against a baseline commit.
+
+    .venv/bin/python bench/attribution_bench.py [--log bench/out/slap-general.log] [--base 0101024]
+        [--rounds 5]
+
+Makes the benchmark log first when it is missing (bench/genlog_bench.py's mariadb-slap log, 200,000
+queries against the local MariaDB). Checks the baseline commit out into a scratch work tree, then
+runs the parsing side of an ingest (parser, session tracker, classifier, gap finder and COPY
+formatting: what the forked parsing process does, no database) over the log in this checkout and in
+the baseline, alternately, `--rounds` times each, each in a fresh process. It reports the CPU
+seconds of that process (time.process_time, which other load disturbs less than wall time), the
+minimum of the rounds for each, and the ratio. Writes bench/out/attribution.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "bench" / "out"
+
+# Run inside a checkout (its directory first on sys.path): the parsing side, timed.
+PROBE = """
+import os, sys, time
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
+os.environ.setdefault("SECRET_KEY", "bench")
+os.environ.setdefault("DEBUG", "true")
+import django
+django.setup()
+from zoneinfo import ZoneInfo
+from ingest.events import Event
+from ingest.normalize import GapFinder, SessionTracker, classify_events
+from ingest.pipeline import PARSERS, FileHints, open_log
+from ingest.store import RowFormatter
+opened = open_log(__import__("pathlib").Path(sys.argv[1]))
+tracker = SessionTracker("bench", ZoneInfo("UTC"))
+formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
+start = time.process_time()
+batch, n = [], 0
+for item in GapFinder().process(classify_events(tracker.process(
+        PARSERS["general-log"](opened.lines, FileHints(mtime_year=2026))), tracker.routines)):
+    if isinstance(item, Event):
+        batch.append(item)
+        if len(batch) == 5000:
+            formatter.format(batch)
+            n += len(batch)
+            batch = []
+formatter.format(batch)
+n += len(batch)
+print(time.process_time() - start, n)
+"""
+
+
+def probe(checkout: Path, log: Path) -> tuple[float, int]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(log)], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return float(out[0]), int(out[1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--log", type=Path, default=OUT / "slap-general.log")
+    parser.add_argument("--base", default="0101024", help="the commit before attribution provenance")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    if not args.log.exists():
+        sys.path.insert(0, str(REPO / "bench"))
+        import genlog_bench
+
+        args.log = genlog_bench.make_log(200_000, 50)
+    with tempfile.TemporaryDirectory(prefix="auditweb-base-") as scratch:
+        base = Path(scratch) / "base"
+        subprocess.run(["git", "worktree", "add", "--detach", str(base), args.base], cwd=REPO, check=True)
+        try:
+            times: dict[str, list[float]] = {"base": [], "now": []}
+            events: dict[str, int] = {}
+            for _ in range(args.rounds):
+                for name, checkout in (("base", base), ("now", REPO)):
+                    seconds, n = probe(checkout, args.log)
+                    times[name].append(seconds)
+                    events[name] = n
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(base)], cwd=REPO, check=True)
+    best = {name: min(values) for name, values in times.items()}
+    result = {
+        "log": str(args.log),
+        "base": args.base,
+        "cpu_seconds": times,
+        "min_cpu_seconds": best,
+        "events": events,
+        "events_per_cpu_second": {name: events[name] / best[name] for name in best},
+        "cost": best["now"] / best["base"] - 1,
+    }
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "attribution.json").write_text(json.dumps(result, indent=2))
+    print(f"| checkout | events | min CPU s of {args.rounds} | events per CPU s |")
+    print("| --- | --- | --- | --- |")
+    for name in ("base", "now"):
+        print(f"| {name} | {events[name]:,} | {best[name]:.3f} | {events[name] / best[name]:,.0f} |")
+    print(f"attribution costs {100 * result['cost']:+.1f}% of the parsing process's CPU time")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
