@@ -132,8 +132,10 @@ _FIELDS = rb"""
 _TIMED = re.compile(_TIMESTAMP + _FIELDS, re.VERBOSE)
 # The record without its timestamp, as the syslog output sends it. Groups: _FIELDS.
 _UNTIMED = re.compile(_FIELDS, re.VERBOSE)
-# Before an untimed record, the server_audit_syslog_info text (anything) and a space.
-_SYSLOG_INFO = re.compile(rb"(?P<info>[^\r\n]{1,256}?)[ ]+(?=" + _FIELDS + rb")", re.VERBOSE)
+# Before an untimed record, the server_audit_syslog_info text (anything) and the one space
+# the plugin writes after it ("%s %.*s"). One space, not a run: each of the 256 lengths
+# tried for the info then costs a bounded look ahead, not one as long as the line.
+_SYSLOG_INFO = re.compile(rb"(?P<info>[^\r\n]{1,256}?)[ ](?=" + _FIELDS + rb")", re.VERBOSE)
 
 # The header a syslog daemon writes or sends before the message (quirk 7).
 # "<PRI>", the priority (facility * 8 + severity) a message has on the wire: RFC 3164 and
@@ -161,7 +163,7 @@ _SYSLOG_HOSTLESS = re.compile(_SYSLOG_TIME + _SYSLOG_TAG, re.VERBOSE)
 _SYSLOG = re.compile(
     _SYSLOG_TIME
     + rb"""
-    (?P<shost>\S{1,255})[ ]          # the host the syslog daemon names
+    (?P<shost>\S{0,254}[^\s:])[ ]    # the host the syslog daemon names; never ends in ":"
     """
     + _SYSLOG_TAG,
     re.VERBOSE,
@@ -445,10 +447,13 @@ def _syslog_header(raw: bytes, times: _Times) -> _Header | None:
     """A record after a syslog header (quirk 7), or None.
 
     1. "<PRI>", when the line starts with "<": then "<PRI>1 " starts an RFC 5424 header.
-    2. Otherwise an RFC 3164 header (BSD or RFC 3339 time): first read as having no host
-       name ("time tag: msg"), then as having one ("time host tag: msg"). A host name has
-       no ":" or "[" except IPv6 addresses; when reading it as the tag leaves no record
-       after it, the second reading decides. Each reading is one anchored match: linear.
+    2. Otherwise an RFC 3164 header (BSD or RFC 3339 time): first read as having a host
+       name ("time host tag: msg"), then as having none ("time tag: msg"). A tag ends in
+       ":" (or "[pid]:"), a host name does not, so a tag is not taken for a host; a host
+       with colons (IPv6) is not taken for a tag either, as the host reading comes first
+       (server_audit_syslog_info can be any text, so a reading whose "tag" leaves the
+       rest of a host name before the record would otherwise be accepted). Each reading
+       is one anchored match of bounded fields: linear.
     """
     pos = 0
     pri = None
@@ -460,7 +465,7 @@ def _syslog_header(raw: bytes, times: _Times) -> _Header | None:
         m5 = _RFC5424.match(raw, pos)
         if m5 is not None:
             return _rfc5424(raw, m5, pri, times)
-    for prefix in (_SYSLOG_HOSTLESS, _SYSLOG):
+    for prefix in (_SYSLOG, _SYSLOG_HOSTLESS):
         s = prefix.match(raw, pos)
         if s is None:
             continue
