@@ -72,13 +72,26 @@ Quirks, each handled in one place:
    of the ids), so it is found between the server host and `,<host>,<id>,<id>,<OP>,`.
 7. Syslog (server_audit_output_type=syslog): the plugin sends "<info> <record>" where the
    record has no timestamp (syslog stamps it) and <info> is server_audit_syslog_info,
-   empty by default; the syslog daemon writes "Mar  1 12:00:00 host tag[pid]: " before it
-   (or an RFC 3339 time, rsyslog's high-precision format). Lines that kept the plugin's
-   own timestamp after the prefix are read too. A BSD syslog time has no year: pass
-   `year` (the year of the first record, e.g. from the file's mtime); each time the month
-   goes back (December -> January) the year goes on by one. Without `year` such records
-   have occurred_at None and `extra["syslog_time"]`. `extra` keeps "syslog_host",
-   "syslog_tag", "syslog_pid" and "syslog_info" when present.
+   empty by default. What is read before it, in every form a daemon writes to a file or
+   a receiver gets on the wire (each seen from rsyslog: tests/fixtures/server_audit_syslog/):
+   - a syslog file: "Mar  1 12:00:00 host tag[pid]: " (or an RFC 3339 time, rsyslog's
+     RSYSLOG_FileFormat);
+   - RFC 3164 on the wire: the same after "<PRI>", with the host ("<14>Mar  1 12:00:00 vm
+     tag: ", RSYSLOG_TraditionalForwardFormat) or without it, as syslog(3) sends it to
+     /dev/log ("<14>Mar  1 12:00:00 tag: "), or with an RFC 3339 time
+     (RSYSLOG_ForwardFormat);
+   - RFC 5424: "<PRI>1 TIME HOST APP PROCID MSGID SD " (each "-" when nil; SD "-" or
+     "[id k=\"v\"]..."), maybe a UTF-8 BOM, then the message (RSYSLOG_SyslogProtocol23Format).
+   `extra` keeps "syslog_pri" as written and, for a PRI up to 191, "syslog_facility" and
+   "syslog_severity" by name (a larger PRI is read, with a Problem noting it); and
+   "syslog_host", "syslog_tag" (RFC 5424's APP-NAME), "syslog_pid" (PROCID),
+   "syslog_version", "syslog_msgid", "syslog_structured_data" and "syslog_info" when
+   present. A "<" that starts no PRI, a header cut short or structured data longer than
+   8 KiB make the line no record (quirk 8). Lines that kept the plugin's own timestamp
+   after the header are read with it. A BSD syslog time has no year: pass `year` (the
+   year of the first record, e.g. from the file's mtime); each time the month goes back
+   (December -> January) the year goes on by one. Without `year` such records have
+   occurred_at None and `extra["syslog_time"]` (also "-" for RFC 5424's nil time).
 8. Bytes that are no record (a comment line, garbage, a blank line) become one Problem
    per run of such lines, with the first PROBLEM_EXCERPT_BYTES bytes and a reason giving
    the lines and bytes it covers. Nothing is dropped silently, and the raws of the records
