@@ -107,3 +107,34 @@ def test_rfc3164_as_syslog3_sends_it_takes_the_year_of_the_files_mtime(api_clien
 def test_ingesting_a_syslog_feed_again_stores_nothing_new() -> None:
     ingest(RFC5424)
     assert "0 events stored (106 already there)" in ingest(RFC5424)
+
+
+def test_broken_headers_between_real_messages_are_stored_problems_and_the_rest_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    lines = RFC5424.read_bytes().splitlines(keepends=True)
+    bogus = [
+        lines[10].replace(b"<14>", b"<abc>", 1),  # no PRI: no record
+        lines[11][:40] + b"\n",  # a header cut short
+        b"<14>1 " + b"[" * 2_000_000 + b"\n",  # structured data that never ends
+    ]
+    odd = lines[12].replace(b"<14>", b"<999>", 1)  # a PRI past 191: read, and noted
+    data = b"".join(lines[:10] + bogus + [odd] + lines[13:])
+    path = tmp_path / "hostile-syslog.log"
+    path.write_bytes(data)
+    summary = ingest(path)
+    assert "104 events stored" in summary and ", 2 problems," in summary
+    problems = list(ParseProblem.objects.order_by("offset").values_list("line", "offset", "reason"))
+    first = sum(map(len, lines[:10]))
+    assert problems == [
+        (
+            11,
+            first,
+            f"not a server_audit record: 3 lines, {sum(map(len, bogus))} bytes (the first 2048 kept here)",
+        ),
+        (
+            14,
+            first + sum(map(len, bogus)),
+            "invalid syslog priority <999> (at most 191): facility and severity unknown",
+        ),
+    ]
+    noted = Event.objects.get(line=14)
+    assert bytes(noted.raw) == odd and noted.user == "audit_admin"
