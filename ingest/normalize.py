@@ -28,6 +28,7 @@ STATEMENT_COMMANDS = frozenset({"Query", "Execute", "Prepare"})
 OK_STATUSES = frozenset({None, "ok", "0"})
 # server_audit's TABLE events name one table each: "Table READ", "Table WRITE", ...
 TABLE_EVENT_PREFIX = "Table "
+RENAME_TABLE_EVENT = "Table RENAME"  # its object is "old|newdb.new"
 
 
 def _jumped_back(connection_id: int | None, highest: int) -> bool:
@@ -693,6 +694,17 @@ def _prepared(event: Event) -> None:
         event.flags.update(flags)
 
 
+def _table_event_tables(command: str, obj: str, database: str | None) -> list[str]:
+    """The tables a server_audit TABLE event names, each qualified with the event's database.
+
+    The object is one table, or for RENAME "old|newdb.new" (the old name in the record's
+    database, the new one qualified by the plugin): both tables, old first. Only a RENAME
+    is split: "|" may be part of a quoted table name.
+    """
+    names = obj.split("|", 1) if command == RENAME_TABLE_EVENT else [obj]
+    return [name if "." in name or not database else f"{database}.{name}" for name in names if name]
+
+
 def classify_events(
     items: Iterable[Event | Problem],
     routines: dict[str, list[Any]] | None = None,
@@ -704,8 +716,7 @@ def classify_events(
             # A table the server opened for the statement before it: evidence of access,
             # counted once as destructive on the statement, not again on each table.
             if item.sql:
-                name = item.sql if "." in item.sql or not item.database else f"{item.database}.{item.sql}"
-                item.tables = [name]
+                item.tables = _table_event_tables(item.command, item.sql, item.database)
             item.statement_type = item.command.upper()
         elif isinstance(item, Event) and item.command in STATEMENT_COMMANDS:
             c = classify(item.sql, item.database)

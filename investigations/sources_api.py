@@ -73,6 +73,20 @@ def _fields(request: Request) -> dict:
     return dict(request.data.items())
 
 
+def _with_defaults(fields: dict) -> dict:  # type: ignore[type-arg]
+    """The fields a client left out, at their model defaults.
+
+    A form reads a field that is not sent as empty: a required error for a number with a
+    default (quiet_seconds), False for a checkbox (enabled). An API client that sends only
+    the fields it cares about must get the defaults the schema promises instead.
+    """
+    for name in SourceForm.Meta.fields:
+        field = Source._meta.get_field(name)
+        if name not in fields and field.has_default():
+            fields[name] = field.get_default()
+    return fields
+
+
 def _form_errors(form: SourceForm) -> ValidationError:
     return ValidationError({name: [str(e) for e in errors] for name, errors in form.errors.items()})
 
@@ -110,7 +124,7 @@ _NEW_SOURCE = OpenApiExample(
 @permission_classes([role_permission(Role.VIEWER, write=Role.ADMIN)])
 def source_list(request: Request) -> Response:
     if request.method == "POST":
-        form = SourceForm(_fields(request))
+        form = SourceForm(_with_defaults(_fields(request)))
         if not form.is_valid():
             raise _form_errors(form)
         source = form.save()

@@ -81,3 +81,28 @@ def test_ingesting_the_audit_log_again_stores_nothing_new(api_client) -> None:  
     count = Event.objects.count()
     assert count == len(AUDIT.read_bytes().splitlines())
     assert f"0 events stored ({count} already there)" in ingest(AUDIT)
+
+
+def test_a_rename_record_names_the_old_and_the_new_table_each_qualified(
+    api_client, investigator_client
+) -> None:  # type: ignore[no-untyped-def]
+    # The plugin writes RENAME TABLE customers TO clients as one TABLE record whose object is
+    # "customers|auditshop.clients": two tables, not one named after both.
+    ingest(AUDIT)
+    rename = Event.objects.get(command="Table RENAME")
+    assert (rename.line, rename.sql, rename.database) == (91, "customers|auditshop.clients", "auditshop")
+    assert rename.tables == ["auditshop.customers", "auditshop.clients"]
+    assert [name for e in Event.objects.all() for name in e.tables if "|" in name] == []
+
+    names = [t["name"] for t in api_client.get("/api/v1/tables/", {"page_size": 100}).json()["results"]]
+    assert "auditshop.customers" in names and "auditshop.clients" in names
+    assert [n for n in names if "|" in n] == []
+    page = investigator_client.get("/tables/").content.decode()
+    assert "auditshop.customers" in page and "customers|auditshop.clients" not in page
+
+    for table in ("auditshop.customers", "auditshop.clients"):
+        history = api_client.get(f"/api/v1/tables/{table}/history/").json()["results"]
+        assert 91 in [r["source"]["line"] for r in history], table
+    # Under its old name, the table's history goes on under the new one from the rename on.
+    old = api_client.get("/api/v1/tables/auditshop.customers/history/").json()
+    assert [n["name"] for n in old["later_names"]] == ["auditshop.clients"]

@@ -72,13 +72,26 @@ Quirks, each handled in one place:
    of the ids), so it is found between the server host and `,<host>,<id>,<id>,<OP>,`.
 7. Syslog (server_audit_output_type=syslog): the plugin sends "<info> <record>" where the
    record has no timestamp (syslog stamps it) and <info> is server_audit_syslog_info,
-   empty by default; the syslog daemon writes "Mar  1 12:00:00 host tag[pid]: " before it
-   (or an RFC 3339 time, rsyslog's high-precision format). Lines that kept the plugin's
-   own timestamp after the prefix are read too. A BSD syslog time has no year: pass
-   `year` (the year of the first record, e.g. from the file's mtime); each time the month
-   goes back (December -> January) the year goes on by one. Without `year` such records
-   have occurred_at None and `extra["syslog_time"]`. `extra` keeps "syslog_host",
-   "syslog_tag", "syslog_pid" and "syslog_info" when present.
+   empty by default. What is read before it, in every form a daemon writes to a file or
+   a receiver gets on the wire (each seen from rsyslog: tests/fixtures/server_audit_syslog/):
+   - a syslog file: "Mar  1 12:00:00 host tag[pid]: " (or an RFC 3339 time, rsyslog's
+     RSYSLOG_FileFormat);
+   - RFC 3164 on the wire: the same after "<PRI>", with the host ("<14>Mar  1 12:00:00 vm
+     tag: ", RSYSLOG_TraditionalForwardFormat) or without it, as syslog(3) sends it to
+     /dev/log ("<14>Mar  1 12:00:00 tag: "), or with an RFC 3339 time
+     (RSYSLOG_ForwardFormat);
+   - RFC 5424: "<PRI>1 TIME HOST APP PROCID MSGID SD " (each "-" when nil; SD "-" or
+     "[id k=\"v\"]..."), maybe a UTF-8 BOM, then the message (RSYSLOG_SyslogProtocol23Format).
+   `extra` keeps "syslog_pri" as written and, for a PRI up to 191, "syslog_facility" and
+   "syslog_severity" by name (a larger PRI is read, with a Problem noting it); and
+   "syslog_host", "syslog_tag" (RFC 5424's APP-NAME), "syslog_pid" (PROCID),
+   "syslog_version", "syslog_msgid", "syslog_structured_data" and "syslog_info" when
+   present. A "<" that starts no PRI, a header cut short or structured data longer than
+   8 KiB make the line no record (quirk 8). Lines that kept the plugin's own timestamp
+   after the header are read with it. A BSD syslog time has no year: pass `year` (the
+   year of the first record, e.g. from the file's mtime); each time the month goes back
+   (December -> January) the year goes on by one. Without `year` such records have
+   occurred_at None and `extra["syslog_time"]` (also "-" for RFC 5424's nil time).
 8. Bytes that are no record (a comment line, garbage, a blank line) become one Problem
    per run of such lines, with the first PROBLEM_EXCERPT_BYTES bytes and a reason giving
    the lines and bytes it covers. Nothing is dropped silently, and the raws of the records
@@ -132,26 +145,63 @@ _FIELDS = rb"""
 _TIMED = re.compile(_TIMESTAMP + _FIELDS, re.VERBOSE)
 # The record without its timestamp, as the syslog output sends it. Groups: _FIELDS.
 _UNTIMED = re.compile(_FIELDS, re.VERBOSE)
-# Before an untimed record, the server_audit_syslog_info text (anything) and a space.
-_SYSLOG_INFO = re.compile(rb"(?P<info>[^\r\n]{1,256}?)[ ]+(?=" + _FIELDS + rb")", re.VERBOSE)
+# Before an untimed record, the server_audit_syslog_info text (anything) and the one space
+# the plugin writes after it ("%s %.*s"). One space, not a run: each of the 256 lengths
+# tried for the info then costs a bounded look ahead, not one as long as the line.
+_SYSLOG_INFO = re.compile(rb"(?P<info>[^\r\n]{1,256}?)[ ](?=" + _FIELDS + rb")", re.VERBOSE)
 
-# The prefix a syslog daemon writes. Groups: bsd, rfc3339, shost, tag, pid.
-_SYSLOG = re.compile(
-    rb"""
+# The header a syslog daemon writes or sends before the message (quirk 7).
+# "<PRI>", the priority (facility * 8 + severity) a message has on the wire: RFC 3164 and
+# RFC 5424 messages as a receiver gets them, and what syslog(3) sends to /dev/log.
+_PRI = re.compile(rb"<(?P<pri>\d{1,3})>")
+_SYSLOG_TIME = rb"""
     (?:
-        # RFC 3164 (classic syslog files): "Mar  1 12:00:00", local time, no year.
+        # RFC 3164 (classic syslog files, the wire): "Mar  1 12:00:00", local time, no year.
         (?P<bsd>[A-Z][a-z]{2}[ ][ \d]\d[ ]\d\d:\d\d:\d\d)
-        # rsyslog RSYSLOG_FileFormat (RFC 3339): "2024-03-01T12:00:00.123456+01:00".
+        # RFC 3339, rsyslog's RSYSLOG_FileFormat and RSYSLOG_ForwardFormat:
+        # "2024-03-01T12:00:00.123456+01:00".
       | (?P<rfc3339>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))
     )
     [ ]
-    (?P<shost>\S{1,255})[ ]          # the host the syslog daemon names
+"""
+_SYSLOG_TAG = rb"""
     (?P<tag>[^\s:\[]{1,128})         # the ident: server_audit_syslog_ident, "mysql-server_auditing"
     (?:\[(?P<pid>\d{1,10})\])?       # the pid, when the daemon adds it
     :[ ]*                            # ": ", and the space the plugin puts after an empty info
+"""
+# RFC 3164 without a host name: what syslog(3) sends, and what some relays pass on.
+# Groups: bsd, rfc3339, tag, pid.
+_SYSLOG_HOSTLESS = re.compile(_SYSLOG_TIME + _SYSLOG_TAG, re.VERBOSE)
+# With the host the syslog daemon names. Groups: bsd, rfc3339, shost, tag, pid.
+_SYSLOG = re.compile(
+    _SYSLOG_TIME
+    + rb"""
+    (?P<shost>\S{0,254}[^\s:])[ ]    # the host the syslog daemon names; never ends in ":"
+    """
+    + _SYSLOG_TAG,
+    re.VERBOSE,
+)
+# RFC 5424 after its "<PRI>": version, time, host, app, procid, msgid (each "-" when nil),
+# then the structured data (read by _structured_data_end), a space and the message.
+_RFC5424 = re.compile(
+    rb"""
+    (?P<version>[1-9]\d{0,2})[ ]     # "1"
+    (?P<ts>-|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))[ ]
+    (?P<shost>\S{1,255})[ ]          # HOSTNAME
+    (?P<app>\S{1,48})[ ]             # APP-NAME: server_audit_syslog_ident
+    (?P<procid>\S{1,128})[ ]         # PROCID
+    (?P<msgid>\S{1,32})[ ]           # MSGID
     """,
     re.VERBOSE,
 )
+_BOM = b"\xef\xbb\xbf"  # RFC 5424: the message may start with a UTF-8 byte order mark
+# Structured data longer than this is no header of ours (hostile input stays bounded).
+_MAX_STRUCTURED_DATA = 8192
+_FACILITIES = (
+    "kern", "user", "mail", "daemon", "auth", "syslog", "lpr", "news", "uucp", "cron", "authpriv",
+    "ftp", "ntp", "audit", "alert", "clock", *(f"local{i}" for i in range(8)),
+)  # fmt: skip
+_SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
 _MONTHS = {
     m: i
     for i, m in enumerate(
@@ -361,6 +411,7 @@ class _Header:
         "closed",
         "extra",
         "host",
+        "note",
         "op",
         "qid",
         "query",
@@ -368,6 +419,7 @@ class _Header:
         "serverhost",
         "time_error",
         "time_text",
+        "untimed",
         "user",
         "when",
     )
@@ -379,60 +431,187 @@ class _Header:
         self.extra: dict[str, str] = {}
         self.query = False  # a QUERY* operation
         self.closed = False  # for a QUERY: its quote closes on this line
+        self.untimed = False  # a syslog message without the record's own timestamp
+        self.note: str | None = None  # what is wrong in the syslog header (a bogus PRI)
 
 
 def _header(raw: bytes, times: _Times) -> _Header | None:
     """Read a record line's start, or None when the line starts no record."""
-    first = raw[0]
-    syslog = None
-    if first in _FIRST_BYTE_DIGIT:
+    if raw[0] in _FIRST_BYTE_DIGIT:
         m = _TIMED.match(raw)
-        if m is None:
-            syslog = _SYSLOG.match(raw)  # an RFC 3339 syslog time starts with a digit too
-            if syslog is None:
-                return None
-    else:
-        syslog = _SYSLOG.match(raw)
-        if syslog is None:
-            return None
+        if m is not None:
+            return _timed(m, raw, times)
+    # A syslog header; an RFC 3339 syslog time starts with a digit too.
+    return _syslog_header(raw, times)
+
+
+def _timed(m: re.Match[bytes], raw: bytes, times: _Times) -> _Header:
+    """A record with its own timestamp (quirk 3)."""
     h = _Header()
-    if syslog is not None:
-        pos = syslog.end()
-        m = _TIMED.match(raw, pos) or _UNTIMED.match(raw, pos)
-        info = None
-        if m is None:
-            info = _SYSLOG_INFO.match(raw, pos)
-            if info is None:
-                return None
-            m = _UNTIMED.match(raw, info.end())
-            if m is None:  # pragma: no cover - the lookahead saw it
-                return None
-        bsd, rfc3339, shost, tag, pid = syslog.groups()
-        extra = h.extra
-        extra["syslog_host"] = _text(shost)
-        extra["syslog_tag"] = _text(tag)
-        if pid is not None:
-            extra["syslog_pid"] = pid.decode()
-        if info is not None:
-            extra["syslog_info"] = _text(info["info"])
-        if m.re is _UNTIMED:  # the time is the syslog daemon's
-            try:
-                if bsd is not None:
-                    h.when = times.syslog_time(bsd)
-                    if h.when is None:
-                        extra["syslog_time"] = bsd.decode()
-                else:
-                    h.when = datetime.fromisoformat(rfc3339.decode())
-            except ValueError as e:
-                stamp = (bsd or rfc3339).decode()
-                h.time_text, h.time_error = stamp, str(e)
-            return _fields(h, m, raw)
     local, iso = m["local"], m["iso"]
     try:
         h.when = times.record_time(local, iso)
     except ValueError as e:
         h.time_text, h.time_error = (local or iso).decode(), str(e)
     return _fields(h, m, raw)
+
+
+def _syslog_header(raw: bytes, times: _Times) -> _Header | None:
+    """A record after a syslog header (quirk 7), or None.
+
+    1. "<PRI>", when the line starts with "<": then "<PRI>1 " starts an RFC 5424 header.
+    2. Otherwise an RFC 3164 header (BSD or RFC 3339 time): first read as having a host
+       name ("time host tag: msg"), then as having none ("time tag: msg"). A tag ends in
+       ":" (or "[pid]:"), a host name does not, so a tag is not taken for a host; a host
+       with colons (IPv6) is not taken for a tag either, as the host reading comes first
+       (server_audit_syslog_info can be any text, so a reading whose "tag" leaves the
+       rest of a host name before the record would otherwise be accepted). Each reading
+       is one anchored match of bounded fields: linear.
+    """
+    pos = 0
+    pri = None
+    if raw[0] == 0x3C:  # "<"
+        p = _PRI.match(raw)
+        if p is None:
+            return None
+        pri, pos = p["pri"], p.end()
+        m5 = _RFC5424.match(raw, pos)
+        if m5 is not None:
+            return _rfc5424(raw, m5, pri, times)
+    for prefix in (_SYSLOG, _SYSLOG_HOSTLESS):
+        s = prefix.match(raw, pos)
+        if s is None:
+            continue
+        h = _message(raw, s.end(), times)
+        if h is None:
+            continue
+        extra = h.extra
+        if pri is not None:
+            _priority(h, pri)
+        if prefix is _SYSLOG:
+            extra["syslog_host"] = _text(s["shost"])
+        extra["syslog_tag"] = _text(s["tag"])
+        if s["pid"] is not None:
+            extra["syslog_pid"] = s["pid"].decode()
+        _syslog_time(h, times, s["bsd"], s["rfc3339"])
+        return h
+    return None
+
+
+def _rfc5424(raw: bytes, m: re.Match[bytes], pri: bytes, times: _Times) -> _Header | None:
+    """The record of an RFC 5424 message whose header `m` matched, or None."""
+    end = _structured_data_end(raw, m.end())
+    if end < 0 or raw[end : end + 1] != b" ":
+        return None
+    pos = end + 1
+    if raw.startswith(_BOM, pos):
+        pos += len(_BOM)
+    h = _message(raw, _SPACES.match(raw, pos).end(), times)  # type: ignore[union-attr]
+    if h is None:
+        return None
+    _priority(h, pri)
+    extra = h.extra
+    extra["syslog_version"] = m["version"].decode()
+    for key, group in (("syslog_host", "shost"), ("syslog_tag", "app"), ("syslog_pid", "procid")):
+        if m[group] != b"-":  # NILVALUE
+            extra[key] = _text(m[group])
+    if m["msgid"] != b"-":
+        extra["syslog_msgid"] = _text(m["msgid"])
+    if raw[m.end()] != 0x2D:  # "-": no structured data
+        extra["syslog_structured_data"] = _text(raw[m.end() : end])
+    ts = m["ts"]
+    _syslog_time(h, times, None, None if ts == b"-" else ts)
+    return h
+
+
+_SPACES = re.compile(rb"[ ]*")
+
+
+def _structured_data_end(raw: bytes, pos: int) -> int:
+    """Where RFC 5424 structured data from `pos` ends: "-", or "[id k="v" ...]" elements.
+
+    -1 when it is neither, or longer than _MAX_STRUCTURED_DATA. A "]" inside a quoted value
+    (escaped as "\\]" or not) does not end its element. One pass over at most that many bytes.
+    """
+    if raw[pos : pos + 1] == b"-":
+        return pos + 1
+    end = min(len(raw), pos + _MAX_STRUCTURED_DATA)
+    i = pos
+    while i < end and raw[i] == 0x5B:  # "[": an element
+        i += 1
+        quoted = False
+        while i < end:
+            c = raw[i]
+            if quoted:
+                if c == 0x5C:  # backslash: the next byte is escaped
+                    i += 1
+                elif c == 0x22:  # '"'
+                    quoted = False
+            elif c == 0x22:
+                quoted = True
+            elif c == 0x5D:  # "]"
+                break
+            elif c == 0x0A:
+                return -1
+            i += 1
+        else:
+            return -1
+        i += 1  # past the "]"
+    return i if i > pos else -1
+
+
+def _message(raw: bytes, pos: int, times: _Times) -> _Header | None:
+    """The record in a syslog message from `pos`, or None.
+
+    A record that kept the plugin's own timestamp is read with it. One without (what the
+    plugin sends) maybe after server_audit_syslog_info: `h.untimed` tells the caller to
+    take the syslog header's time.
+    """
+    m = _TIMED.match(raw, pos)
+    if m is not None:
+        return _timed(m, raw, times)
+    m = _UNTIMED.match(raw, pos)
+    info = None
+    if m is None:
+        info = _SYSLOG_INFO.match(raw, pos)
+        if info is None:
+            return None
+        m = _UNTIMED.match(raw, info.end())
+        if m is None:  # pragma: no cover - the lookahead saw it
+            return None
+    h = _Header()
+    h.untimed = True
+    if info is not None:
+        h.extra["syslog_info"] = _text(info["info"])
+    return _fields(h, m, raw)
+
+
+def _priority(h: _Header, pri: bytes) -> None:
+    """The facility and severity of a "<PRI>"; above 191 there are none (a note says so)."""
+    h.extra["syslog_pri"] = pri.decode()
+    value = int(pri)
+    if value <= 191:
+        h.extra["syslog_facility"] = _FACILITIES[value >> 3]
+        h.extra["syslog_severity"] = _SEVERITIES[value & 7]
+    else:
+        h.note = f"invalid syslog priority <{pri.decode()}> (at most 191): facility and severity unknown"
+
+
+def _syslog_time(h: _Header, times: _Times, bsd: bytes | None, rfc3339: bytes | None) -> None:
+    """The time of a record that has none of its own: the syslog header's."""
+    if not h.untimed:
+        return
+    try:
+        if bsd is not None:
+            h.when = times.syslog_time(bsd)
+            if h.when is None:
+                h.extra["syslog_time"] = bsd.decode()
+        elif rfc3339 is not None:
+            h.when = datetime.fromisoformat(rfc3339.decode())
+        else:  # RFC 5424's nil time: the message was sent without one
+            h.extra["syslog_time"] = "-"
+    except ValueError as e:
+        h.time_text, h.time_error = (bsd or rfc3339 or b"").decode(), str(e)
 
 
 def _fields(h: _Header, m: re.Match[bytes], raw: bytes) -> _Header:
@@ -567,6 +746,8 @@ def _items(offset: int, line: int, raw: bytes, h: _Header, hosts: _Hosts) -> Ite
             argument = b""
             if op == b"FAILED_CONNECT":
                 status = "denied"
+    if h.note is not None:
+        notes.insert(0, h.note)
     if h.time_error is not None:
         extra["invalid_time"] = h.time_text  # type: ignore[assignment]
         notes.insert(

@@ -62,6 +62,10 @@ def test_the_real_mariadb_fixtures_are_recognised() -> None:
         assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "general-log"
     for path in (FIXTURES / "server_audit").glob("*.log"):
         assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "mariadb-audit"
+    syslog = list((FIXTURES / "server_audit_syslog").glob("*.log"))
+    assert len(syslog) == 4  # RFC 3164 with and without host, RFC 3339 time, RFC 5424
+    for path in syslog:
+        assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "mariadb-audit", path.name
     for path in (FIXTURES / "general_log_table").glob("*.CSV"):
         assert detect_format(path.read_bytes()[:HEAD_BYTES]) == "general-log-csv"
     for path in (FIXTURES / "general_log_table").glob("*.tsv"):

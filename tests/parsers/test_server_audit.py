@@ -40,7 +40,9 @@ def parse(data: bytes, **kwargs: Any) -> list[Item]:
 
 def is_note(item: Item) -> bool:
     """A Problem about a record (its time, its quote): it points at the record, holds no bytes of its own."""
-    return isinstance(item, Problem) and item.reason.startswith(("invalid time", "unterminated"))
+    return isinstance(item, Problem) and item.reason.startswith(
+        ("invalid time", "unterminated", "invalid syslog")
+    )
 
 
 def assert_accounts_for(data: bytes, items: list[Item], offset: int = 0, line: int = 1) -> None:
