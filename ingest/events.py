@@ -51,6 +51,15 @@ class SessionInfo:
     stale: tuple[str | None, str | None] | None = None
     # The Connect or Change user record that named the account: (time as ISO text, record hash).
     opened: tuple[str | None, bytes] | None = None
+    # Right after a Change user: the session it ended, back in force if the change is refused.
+    replaced: SessionInfo | None = None
+    # Audit logs that number statements (normalize.SessionTracker._query_ids): the highest query
+    # id seen, the records since the last statement as (query id, record hash, time), the definer
+    # a table record of a query id named, and (query id, database, table) of table records.
+    last_qid: int = 0
+    body: list[tuple[int, bytes, datetime | None]] = field(default_factory=list)
+    qid_definer: list[Any] | None = None
+    qid_tables: list[list[Any]] = field(default_factory=list)
     # Transactions (see normalize.Transactions): autocommit as the session set it (the
     # server default, on, until it says otherwise), whether a BEGIN is open, and the
     # data-changing events of the open transaction as (record hash, time) pairs.

@@ -65,6 +65,84 @@ _FLUSH_LOGS = re.compile(r"^\s*FLUSH\b.*\bLOGS\b", re.IGNORECASE | re.DOTALL)
 _REOPENER_HEADS = frozenset({"FLUSH", "SET G", "SET @", "SET L", "SET S", "UNINS", "SHUTD"})
 
 
+def _session_state(s: SessionInfo) -> dict[str, Any]:
+    """A session as plain data, for a checkpoint (see SessionTracker.to_state)."""
+    return {
+        "key": s.key,
+        "boot": s.boot,
+        "connection_id": s.connection_id,
+        "user": s.user,
+        "host": s.host,
+        "ip": s.ip,
+        "database": s.database,
+        "program": s.program,
+        "os_user": s.os_user,
+        "started_at": s.started_at.isoformat() if s.started_at else None,
+        "attributed": s.attributed,
+        "attribution": s.attribution,
+        "connect_file": s.connect_file,
+        "carried": s.carried,
+        "run": s.run,
+        "previous": s.previous,
+        "stale": list(s.stale) if s.stale else None,
+        "opened": [s.opened[0], s.opened[1].hex()] if s.opened else None,
+        "replaced": _session_state(s.replaced) if s.replaced else None,
+        "last_qid": s.last_qid,
+        "body": [[q, h.hex(), t.isoformat() if t else None] for q, h, t in s.body],
+        "qid_definer": list(s.qid_definer) if s.qid_definer else None,
+        "qid_tables": [list(t) for t in s.qid_tables],
+        "autocommit": s.autocommit,
+        "explicit": s.explicit,
+        "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
+        # Copies: the state is of this moment, not of what follows.
+        "statements": copy.deepcopy(s.statements),
+    }
+
+
+def _when(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+def _session_from(server: str, c: dict[str, Any]) -> SessionInfo:
+    """The session `c` describes (see _session_state)."""
+    started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
+    opened, stale, replaced = c.get("opened"), c.get("stale"), c.get("replaced")
+    return SessionInfo(
+        key=c["key"],
+        server=server,
+        boot=c["boot"],
+        connection_id=c["connection_id"],
+        user=c["user"],
+        host=c["host"],
+        ip=c["ip"],
+        database=c["database"],
+        program=c.get("program"),
+        os_user=c.get("os_user"),
+        started_at=started,
+        attributed=c["attributed"],
+        attribution=c.get("attribution", "connect" if c["attributed"] else "unattributed"),
+        connect_file=c.get("connect_file"),
+        carried=c.get("carried", False),
+        run=c.get("run", 1),
+        previous=c.get("previous"),
+        stale=(stale[0], stale[1]) if stale else None,
+        opened=(opened[0], bytes.fromhex(opened[1])) if opened else None,
+        replaced=_session_from(server, replaced) if replaced else None,
+        last_qid=c.get("last_qid", 0),
+        body=[
+            (q, bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for q, h, t in c.get("body", [])
+        ],
+        qid_definer=c.get("qid_definer"),
+        qid_tables=[list(t) for t in c.get("qid_tables", [])],
+        autocommit=c.get("autocommit", True),
+        explicit=c.get("explicit", False),
+        pending=[
+            (bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for h, t in c.get("pending", [])
+        ],
+        statements=dict(c.get("statements", {})),
+    )
+
+
 class Settle:
     """Fed to SessionTracker.process where the input pauses (the end of a file that may grow): a
     banner still held is decided now with what was read, so that every record read is stored."""
@@ -113,6 +191,7 @@ class SessionTracker:
         self._evidence: list[str] = []
         self._max_before = 0
         self._context: list[Any] | None = None
+        self._corrections: list[FlagCorrection] = []  # learnt by the last record (_query_ids)
 
     # -- checkpoint support -------------------------------------------------
 
@@ -128,34 +207,7 @@ class SessionTracker:
             "undecided_max": self.undecided_max,
             # A copy: the classifier goes on adding to the live one after this moment.
             "routines": {name: list(known) for name, known in self.routines.items()},
-            "connections": [
-                {
-                    "key": s.key,
-                    "boot": s.boot,
-                    "connection_id": s.connection_id,
-                    "user": s.user,
-                    "host": s.host,
-                    "ip": s.ip,
-                    "database": s.database,
-                    "program": s.program,
-                    "os_user": s.os_user,
-                    "started_at": s.started_at.isoformat() if s.started_at else None,
-                    "attributed": s.attributed,
-                    "attribution": s.attribution,
-                    "connect_file": s.connect_file,
-                    "carried": s.carried,
-                    "run": s.run,
-                    "previous": s.previous,
-                    "stale": list(s.stale) if s.stale else None,
-                    "opened": [s.opened[0], s.opened[1].hex()] if s.opened else None,
-                    "autocommit": s.autocommit,
-                    "explicit": s.explicit,
-                    "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
-                    # Copies, as above: the state is of this moment, not of what follows.
-                    "statements": copy.deepcopy(s.statements),
-                }
-                for s in self.connections.values()
-            ],
+            "connections": [_session_state(s) for s in self.connections.values()],
         }
 
     @classmethod
@@ -176,37 +228,7 @@ class SessionTracker:
         self.routines = dict(state.get("routines", {}))
         self.connections = {}
         for c in state["connections"]:
-            started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
-            opened = c.get("opened")
-            stale = c.get("stale")
-            self.connections[c["connection_id"]] = SessionInfo(
-                key=c["key"],
-                server=self.server,
-                boot=c["boot"],
-                connection_id=c["connection_id"],
-                user=c["user"],
-                host=c["host"],
-                ip=c["ip"],
-                database=c["database"],
-                program=c.get("program"),
-                os_user=c.get("os_user"),
-                started_at=started,
-                attributed=c["attributed"],
-                attribution=c.get("attribution", "connect" if c["attributed"] else "unattributed"),
-                connect_file=c.get("connect_file"),
-                carried=c.get("carried", False),
-                run=c.get("run", 1),
-                previous=c.get("previous"),
-                stale=(stale[0], stale[1]) if stale else None,
-                opened=(opened[0], bytes.fromhex(opened[1])) if opened else None,
-                autocommit=c.get("autocommit", True),
-                explicit=c.get("explicit", False),
-                pending=[
-                    (bytes.fromhex(h), datetime.fromisoformat(t) if t else None)
-                    for h, t in c.get("pending", [])
-                ],
-                statements=dict(c.get("statements", {})),
-            )
+            self.connections[c["connection_id"]] = _session_from(self.server, c)
 
     @property
     def holding(self) -> bool:
@@ -255,7 +277,7 @@ class SessionTracker:
         self.reopener = None
         self.undecided_max = None
 
-    def process(self, items: Iterable[Item | Settle]) -> Iterator[Event | Problem]:
+    def process(self, items: Iterable[Item | Settle]) -> Iterator[Event | Problem | FlagCorrection]:
         """Turn parser items into events, in log order.
 
         1. A start banner with nothing before it begins the log's first boot. A banner after
@@ -297,6 +319,9 @@ class SessionTracker:
                 yield item
                 continue
             yield self._event(item, self._utc(item.occurred_at))
+            if self._corrections:
+                yield from self._corrections
+                self._corrections = []
         if self._banner is not None:
             yield from self._settle(None)
 
@@ -343,7 +368,7 @@ class SessionTracker:
                 self._evidence.append(note)
         return None
 
-    def _settle(self, verdict: str | None) -> Iterator[Event | Problem]:
+    def _settle(self, verdict: str | None) -> Iterator[Event | Problem | FlagCorrection]:
         """Decide the held banner and yield it and its held records as events."""
         banner, held, evidence = self._banner, self._held, self._evidence
         self._banner, self._held, self._evidence = None, [], []
@@ -392,6 +417,9 @@ class SessionTracker:
                 yield item
             else:
                 yield self._event(item, self._utc(item.occurred_at))
+                if self._corrections:
+                    yield from self._corrections
+                    self._corrections = []
 
     def _start_event(self, banner: ServerStart, when: datetime | None) -> Event:
         session = self._session(None, when)
@@ -435,7 +463,8 @@ class SessionTracker:
         self.max_connect_id = max(self.max_connect_id, cid or 0)
 
     def _change_user(self, record: LogRecord, when: datetime | None) -> SessionInfo:
-        """A change of user ends the connection's session and starts the next one (linked)."""
+        """A change of user ends the connection's session and starts the next one (linked). The
+        old one is kept aside until the next record: a refusal ("Access denied") brings it back."""
         old = self._session(record.connection_id, when)
         old.ended_at = when
         new = SessionInfo(
@@ -452,9 +481,22 @@ class SessionTracker:
             pending=old.pending,
             explicit=old.explicit,
             stale=(old.user, old.host) if old.attributed else None,
+            replaced=old,
         )
         self.connections[record.connection_id] = new
         return new
+
+    def _refused_change(self, session: SessionInfo) -> None:
+        """The server refused the change of user just logged: the connection goes on as before."""
+        old = session.replaced
+        assert old is not None
+        old.ended_at = None
+        old.pending, old.explicit = session.pending, session.explicit
+        session.pending, session.replaced = [], None
+        # The attempt named who it tried to become: that account never ran anything here.
+        session.user = session.host = session.ip = None
+        session.attributed, session.attribution = False, "unattributed"
+        self.connections[session.connection_id] = old
 
     def _event(self, record: LogRecord, when: datetime | None) -> Event:
         command = record.command
@@ -485,30 +527,49 @@ class SessionTracker:
             if command == "Connect":
                 session.started_at = when
         elif command == "Connect" and failed:
-            # A refused login owns nothing: what runs under this id later is the next login's.
-            session.user = session.host = session.ip = None
-            session.attributed, session.attribution, session.carried = False, "unattributed", False
+            if session.replaced is not None:
+                # "Access denied" right after a Change user: the change was refused (the general
+                # log and the table write the attempt first). The attempt keeps this record.
+                self._refused_change(session)
+            else:
+                # A refused login owns nothing: what runs under this id later is the next login's.
+                session.user = session.host = session.ip = None
+                session.attributed, session.attribution, session.carried = False, "unattributed", False
+        elif command != "Change user":
+            session.replaced = None
         stale = False
+        definer = None
         if record.user is not None and not failed and command not in ("Connect", "Change user"):
-            stale = session.stale is not None and (record.user, record.host) == session.stale
+            account = (record.user, record.host)
+            stale = session.stale is not None and account == session.stale
             if not session.attributed and not stale:
                 # Formats that name the account on every record (tables, audit logs).
                 session.user, session.host, session.ip = record.user, record.host, record.ip
                 session.attributed, session.attribution = True, "record"
                 session.connect_file, session.carried = self.file, False
+            elif (
+                session.attributed
+                and not stale
+                and account != (session.user, session.host)
+                and command.startswith(TABLE_EVENT_PREFIX)
+            ):
+                # server_audit names the account a table is opened as: inside a SQL SECURITY
+                # DEFINER routine (or view), its definer. The caller is still the actor.
+                definer = f"{record.user}@{record.host or ''}"
+                stale = True
         if not failed:
             # The client's details, where the format gives them (audit logs' connection attributes).
             session.program = session.program or record.extra.get("program_name")
             session.os_user = session.os_user or record.extra.get("os_user") or record.extra.get("os_login")
         # Who ran this record: its own account where the format names one on every record (audit
         # logs, table rows), unless it is the account before a change of user that a format goes
-        # on naming (server_audit's QUERY records); else its session's. A refused login names who
-        # tried. After a change of user the session's account and database are believed.
+        # on naming (server_audit's QUERY records) or a routine's definer; else its session's. A
+        # refused login names who tried. After a change of user the session's database is believed.
         database = record.database or session.database
         own = record.user is not None and (record.user, record.host) == (session.user, session.host)
         if record.user is not None and not stale and (session.stale is None or failed or opens or own):
             user, host, ip = record.user, record.host, record.ip
-            attribution = "connect" if opens else "record"
+            attribution = "record"
         else:
             user, host, ip = session.user, session.host, session.ip
             if session.stale is not None:
@@ -518,10 +579,12 @@ class SessionTracker:
                 attribution = "unattributed"
             elif session.carried:
                 attribution = "inferred_reopen"
+            elif record.user is not None:
+                attribution = "record" if session.attribution == "record" else "connect"
             elif session.attribution == "connect" and session.connect_file != self.file:
                 attribution = "connect_earlier_file"
             else:
-                attribution = session.attribution if session.attribution != "record" else "connect"
+                attribution = session.attribution
         if failed:
             flags.add("failed")
         if when is None:
@@ -544,9 +607,13 @@ class SessionTracker:
             rows_affected=record.rows_affected,
             status=record.status,
             attribution=attribution,
+            definer=definer,
         )
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
+        qid = record.extra.get("query_id")
+        if qid is not None and qid.isdigit() and not failed:
+            self._query_ids(session, event, int(qid))
         if command == "Init DB":
             session.database = event.sql.strip() or None
         elif command == "Query":
@@ -568,6 +635,60 @@ class SessionTracker:
         elif command == "Quit":
             session.ended_at = when
         return event
+
+    def _query_ids(self, session: SessionInfo, event: Event, qid: int) -> None:
+        """Audit logs that number statements (server_audit's query id): routine bodies and the
+        current database after a change of user.
+
+        1. server_audit logs a statement when it ends, so the statements a CALL ran come before
+           the CALL's record, with higher query ids. A statement logged with a query id below one
+           already seen on its connection ran those after it: they are flagged `in_routine`
+           (a correction: they are yielded already), and the definer they ran as is the CALL's.
+        2. After a change of user its QUERY records name a wrong database, and the right one is
+           unknown; a table record names the database of a table the statement names without one.
+        """
+        if event.command.startswith(TABLE_EVENT_PREFIX):
+            if event.definer:
+                session.qid_definer = [qid, event.definer]
+            if session.stale is not None and event.database and len(session.qid_tables) < 64:
+                session.qid_tables.append([qid, event.database, event.sql.split("|", 1)[0]])
+        elif event.command == "Query":
+            if session.qid_definer and session.qid_definer[0] == qid:
+                event.definer = session.qid_definer[1]
+            if session.stale is not None and session.database is None and session.qid_tables:
+                tables = [(d, n) for q, d, n in session.qid_tables if q == qid]
+                found = _database_of_bare_tables(event.sql, tables)
+                if found:
+                    session.database = event.database = found
+            if qid < session.last_qid:
+                inside = [(h, t) for q, h, t in session.body if q > qid]
+                if inside:
+                    self._corrections.append(FlagCorrection("in_routine", inside))
+                    if event.definer is None and session.qid_definer and session.qid_definer[0] > qid:
+                        event.definer = session.qid_definer[1]
+                session.body = [b for b in session.body if b[0] <= qid]
+            session.qid_tables = []
+        session.body.append((qid, event.record_hash(), event.occurred_at))
+        if len(session.body) > 1000:
+            del session.body[:500]
+        session.last_qid = max(session.last_qid, qid)
+
+
+def _database_of_bare_tables(sql: str, tables: list[tuple[str, str]]) -> str | None:
+    """The database of the table records' tables that the statement names without a database (the
+    current database), when they agree; None when none is named bare or they disagree."""
+    text = sql.lower()
+    found: set[str] = set()
+    for database, name in tables:
+        needle = name.lower()
+        start = text.find(needle)
+        while start >= 0:
+            before = text[max(0, start - 2) : start].rstrip('`"')[-1:]
+            if before != ".":
+                found.add(database)
+                break
+            start = text.find(needle, start + len(needle))
+    return found.pop() if len(found) == 1 else None
 
 
 # Statements that commit the open transaction before they run (MySQL "implicit commit"):

@@ -102,7 +102,10 @@ Quirks, each handled in one place:
    field hundreds of bytes that are no name (seen: 400 times "O"): the new user is
    only known from the records after it. A database field longer than a database name
    can be (256 bytes) is not taken as one: database None, its first 256 bytes kept in
-   `extra["database_field"]`.
+   `extra["database_field"]`. The plugin also writes CHANGEUSER with the new account and
+   `mysql` as the database whatever the client chose, and its QUERY records after a change
+   of user go on naming the old account and `mysql` (the session tracker deals with that):
+   a CHANGEUSER's database field is never taken as the database either (kept the same way).
 
 The plugin never logs rows affected.
 """
@@ -734,7 +737,7 @@ def _items(offset: int, line: int, raw: bytes, h: _Header, hosts: _Hosts) -> Ite
                 reason=f"server_audit {op.decode()} record whose fields after the operation cannot be read",
             )
             return
-        if len(database) > _MAX_DATABASE_BYTES:  # quirk 10
+        if len(database) > _MAX_DATABASE_BYTES or op == b"CHANGEUSER":  # quirk 10
             extra["database_field"] = _text(database[:_MAX_DATABASE_BYTES])
             database = b""
         command = _CONNECTION_COMMANDS.get(op) or _TABLE_COMMANDS.get(op) or op.decode()
