@@ -75,7 +75,7 @@ class SessionInfo:
 class Gap:
     """A stretch of time the log itself shows was not recorded (see normalize.find_gaps)."""
 
-    reason: str  # "logging_off", "restart", "time_backwards"
+    reason: str  # "logging_off", "restart", "time_backwards", "sequence", ...
     started_at: datetime | None  # the last time recorded before it
     ended_at: datetime | None  # the first time recorded after it; None: not (yet) resumed
     line: int  # the record that shows it: the one that switched logging off, or the first after
@@ -90,6 +90,10 @@ class FlagCorrection:
 
     flag: str
     keys: list[tuple[bytes, datetime | None]]
+    # A condition only the store can check, or None. `if_switched_off` (server, kinds, user,
+    # session, at): logging switched back on gets `anti_forensic` only if the same account or
+    # session switched that log off before, in any source of the server (store.apply_corrections).
+    if_switched_off: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -121,6 +125,9 @@ class Event:
     # What the tracker concluded from the records after a start banner (reopen, restart or
     # neither) and why: the gap finder turns it into the banner's gap. Not stored with the event.
     note: str = ""
+    # The log's own record counter, where the format has a dense one: (series, number). See
+    # normalize.record_counter and GapFinder (gaps of reason "sequence").
+    counter: tuple[str, int] | None = None
 
     def record_hash(self, when: str | None = None) -> bytes:
         """The identity of this record for de-duplication.

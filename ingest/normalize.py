@@ -18,7 +18,7 @@ from typing import Any
 
 from ingest.events import Event, FlagCorrection, Gap, SessionInfo
 from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
-from ingest.sql import classify, use_database
+from ingest.sql import classify, log_switches, use_database
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
 from ingest.sql.routines import called_procedure, dropped_procedure, procedure_definition
 
@@ -608,6 +608,7 @@ class SessionTracker:
             status=record.status,
             attribution=attribution,
             definer=definer,
+            counter=record_counter(record),
         )
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
@@ -877,6 +878,225 @@ _LOGGING_OFF = re.compile(
 _BACKWARDS = timedelta(seconds=1)
 
 
+# -- missing records, proven by the log's own counter ---------------------------------------------
+
+# Records may reach the file a little out of the order of their numbers (the number is taken
+# before the write lock): a number missing is a gap only once this many more records of the log
+# went by without it, or the read ended.
+SEQUENCE_WINDOW = 64
+_MAX_SERIES = 8  # series followed at once (a series is one file opening, or one second)
+_MAX_HOLES = 256  # holes waiting for late records; the oldest is decided first
+_MAX_NUMBER_DIGITS = 19
+
+
+def _number(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= _MAX_NUMBER_DIGITS else None
+
+
+def record_counter(record: LogRecord) -> tuple[str, int] | None:
+    """The record's place in a counter the format keeps dense, as (series, number); None if none.
+
+    - Percona audit_log (`RECORD`, all four layouts), MySQL Enterprise XML and Percona's
+      audit_log_filter (`RECORD_ID`): "<number>_<time>". The number goes up by one for each
+      record written; the plugin starts it over (at the file's size) when it opens a file, and
+      the time then changes: within one time, numbers are consecutive. (audit_log_filter writes
+      each record's own second as the time and numbers on across seconds; reading only within
+      one second misses nothing that is not missing.)
+    - MySQL Enterprise JSON (and audit_log_filter JSON): `id` with `timestamp`: "enumerates
+      events with the same timestamp value": within one second, consecutive.
+    server_audit's query id and McAfee's `query-id` are the server's query counter: not dense.
+    """
+    extra = record.extra
+    text = extra.get("record") or extra.get("record_id")
+    if text is not None:
+        number, sep, series = text.partition("_")
+        n = _number(number) if sep else None
+        return ("record " + series[:64], n) if n is not None else None
+    ident = extra.get("id")
+    if ident is not None and extra.get("layout") == "mysql-enterprise" and record.occurred_at is not None:
+        n = _number(ident)
+        return ("id " + record.occurred_at.isoformat(), n) if n is not None else None
+    return None
+
+
+def _series_words(key: str) -> str:
+    kind, _, value = key.partition(" ")
+    if kind == "record":
+        return f"record numbers of the run marked {value!r}"
+    return f"record ids of the second {value}"
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+class CounterWatch:
+    """Finds records missing from a log whose format numbers its records densely (record_counter).
+
+    Within one series, a number more than one above the highest seen opens a hole; a late record
+    (out of order) fills it; a hole still open SEQUENCE_WINDOW records later, or when the read
+    ends, is a gap of reason "sequence" at the record after it, from the time of the record
+    before it to that record's. A number far below the highest (more than the window) is the
+    counter going back within a series: records moved, or files of different runs joined.
+    State is plain data (to_state), so a followed source and a shared-out range resume it.
+    """
+
+    def __init__(self) -> None:
+        self.counted = 0  # records with a counter seen
+        self.series: dict[str, list[Any]] = {}  # key -> [highest number, its time (ISO)]
+        # [key, first missing, last missing, number before, number after, time before (ISO),
+        #  time after (ISO), line, offset, counted when found]
+        self.holes: list[list[Any]] = []
+
+    def to_state(self) -> dict[str, Any]:
+        return {
+            "counted": self.counted,
+            "series": [[k, *v] for k, v in self.series.items()],
+            "holes": [list(h) for h in self.holes],
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.counted = state.get("counted", 0)
+        self.series = {k: [high, when] for k, high, when in state.get("series", [])}
+        self.holes = [list(h) for h in state.get("holes", [])]
+
+    def see(self, event: Event) -> Iterator[Gap]:
+        if event.counter is None:
+            return
+        key, n = event.counter
+        self.counted += 1
+        when = _iso(event.occurred_at)
+        known = self.series.pop(key, None)
+        self.series[key] = [n, when]
+        if known is not None:
+            high, high_time = known
+            if n > high + 1:
+                self.holes.append(
+                    [key, high + 1, n - 1, high, n, high_time, when, event.line, event.offset, self.counted]
+                )
+            elif n <= high:
+                self.series[key] = known  # the highest stays, unless the counter went back
+                if not self._fill(key, n) and n + SEQUENCE_WINDOW < high:
+                    self.series[key] = [n, when]
+                    detail = (
+                        f"the log's counter went back from {high} to {n} ({_series_words(key)}):"
+                        " records were moved, or logs of different runs were joined"
+                    )
+                    yield Gap(
+                        "sequence", _time(high_time), event.occurred_at, event.line, event.offset, detail
+                    )
+        while len(self.series) > _MAX_SERIES:
+            del self.series[next(iter(self.series))]
+        yield from self.decide(everything=len(self.holes) > _MAX_HOLES)
+
+    def _fill(self, key: str, n: int) -> bool:
+        """A late record: take its number out of the hole it is in. Whether it was in one."""
+        for i, h in enumerate(self.holes):
+            if h[0] == key and h[1] <= n <= h[2]:
+                if h[1] == h[2]:
+                    del self.holes[i]
+                elif n == h[1]:
+                    h[1] += 1
+                elif n == h[2]:
+                    h[2] -= 1
+                else:
+                    self.holes.insert(i + 1, [*h[:1], n + 1, *h[2:]])
+                    h[2] = n - 1
+                return True
+        return False
+
+    def decide(self, *, everything: bool) -> Iterator[Gap]:
+        """The holes no late record can fill any more, as gaps: one per record that shows them."""
+        due = [h for h in self.holes if everything or self.counted - h[9] >= SEQUENCE_WINDOW]
+        if not due:
+            return
+        self.holes = [h for h in self.holes if h not in due]
+        shown: dict[tuple[int, int], list[list[Any]]] = {}
+        for h in due:
+            shown.setdefault((h[7], h[8]), []).append(h)
+        for (line, offset), holes in shown.items():
+            first = holes[0]
+            count = sum(h[2] - h[1] + 1 for h in holes)
+            numbers = ", ".join(str(h[1]) if h[1] == h[2] else f"{h[1]}-{h[2]}" for h in holes[:8])
+            detail = (
+                f"{count} record(s) missing: the log's counter goes from {first[3]} to {first[4]}"
+                f" ({_series_words(first[0])}; missing: {numbers}). Deleted from the log, lost by"
+                " the server (a crash, or a buffer that drops records when full), or unreadable"
+                " (see this file's problems)"
+            )
+            yield Gap("sequence", _time(first[5]), _time(first[6]), line, offset, detail)
+
+
+# -- logging switched back on by whoever switched it off -------------------------------------------
+
+# Variables only the session itself can switch (SET SESSION): the same session must switch it back.
+_SESSION_SWITCHES = frozenset({"sql_log_bin", "sql_log_off"})
+_SWITCH_TYPES = frozenset({"SET", "INSTALL PLUGIN", "INSTALL SONAME", "UNINSTALL PLUGIN", "UNINSTALL SONAME"})
+_MAX_SWITCHERS = 64  # per log kind: who switched it off and has not switched it back on
+
+
+class ReenableWatch:
+    """Flags `anti_forensic` the statement that switches a log back on (SET GLOBAL general_log = ON,
+    log_output back from NONE, server_audit_logging = ON, audit_log_disable = OFF, sql_log_bin = 1,
+    an audit plugin installed again) when the same account or session switched it off before:
+    both ends of the act show. Within one source it remembers who switched what off (state);
+    for a switch-off in another source of the server it sends a conditional FlagCorrection
+    that the store checks (store.apply_corrections). Another account switching a log back on
+    stays unflagged: an operator repairing what a culprit did is no culprit.
+    """
+
+    def __init__(self) -> None:
+        self.off: dict[str, list[list[Any]]] = {}  # kind -> [[user, session key], ...]
+
+    def to_state(self) -> dict[str, Any]:
+        return {kind: [list(w) for w in who] for kind, who in self.off.items()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.off = {kind: [list(w) for w in who] for kind, who in state.items()}
+
+    def see(self, event: Event) -> FlagCorrection | None:
+        """Remember a switch-off; flag a switch back on (before the event is passed on)."""
+        if (
+            event.statement_type not in _SWITCH_TYPES
+            or event.command not in ("Query", "Execute")
+            or "failed" in event.flags
+        ):
+            return None
+        unmatched: list[str] = []
+        for kind, on in log_switches(event.sql):
+            who = self.off.setdefault(kind, [])
+            if not on:
+                who.append([event.user, event.session.key])
+                del who[:-_MAX_SWITCHERS]
+                continue
+            closing = [w for w in who if self._same(kind, w, event)]
+            if closing:
+                event.flags.add("anti_forensic")
+                self.off[kind] = [w for w in who if w not in closing]
+            else:
+                unmatched.append(kind)
+        if not unmatched or "anti_forensic" in event.flags:
+            return None
+        condition = {
+            "server": event.server,
+            "kinds": unmatched,
+            "user": event.user,
+            "session": event.session.key,
+            "at": _iso(event.occurred_at),
+        }
+        return FlagCorrection("anti_forensic", [(event.record_hash(), event.occurred_at)], condition)
+
+    @staticmethod
+    def _same(kind: str, who: list[Any], event: Event) -> bool:
+        if who[1] == event.session.key:
+            return True
+        return kind not in _SESSION_SWITCHES and who[0] is not None and who[0] == event.user
+
+
 class GapFinder:
     """Finds where the log shows that recording stopped, as Gap items after the event that shows it.
 
@@ -888,6 +1108,8 @@ class GapFinder:
       (a restart): from the last record before to the first after, unless a logging-off gap
       covers it already;
     - the clock going backwards (more than a second): from the later time to the earlier.
+    - records missing where the format numbers its records densely (CounterWatch): "sequence".
+    It also flags switching a log back on by whoever switched it off (ReenableWatch).
     State (for the next file of the same server) is plain data: see to_state.
     """
 
@@ -895,6 +1117,8 @@ class GapFinder:
         self.last_time: datetime | None = None
         self.boot: str | None = None
         self.off: tuple[datetime | None, int, int, str] | None = None  # (time, line, offset, sql)
+        self.counters = CounterWatch()
+        self.reenable = ReenableWatch()
 
     def to_state(self) -> dict[str, Any]:
         off = self.off
@@ -902,6 +1126,8 @@ class GapFinder:
             "last_time": self.last_time.isoformat() if self.last_time else None,
             "boot": self.boot,
             "off": [off[0].isoformat() if off[0] else None, off[1], off[2], off[3]] if off else None,
+            "counters": self.counters.to_state(),
+            "switched_off": self.reenable.to_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -911,12 +1137,21 @@ class GapFinder:
         self.off = (
             (datetime.fromisoformat(off[0]) if off[0] else None, off[1], off[2], off[3]) if off else None
         )
+        self.counters.load_state(state.get("counters", {}))
+        self.reenable.load_state(state.get("switched_off", {}))
 
     def process(self, items: Iterable[Any]) -> Iterator[Any]:
         for item in items:
+            if not isinstance(item, Event):
+                yield item
+                continue
+            correction = self.reenable.see(item)  # may flag it: before it is passed on
             yield item
-            if isinstance(item, Event):
-                yield from self._see(item)
+            if correction is not None:
+                yield correction
+            yield from self._see(item)
+            yield from self.counters.see(item)
+        yield from self.counters.decide(everything=True)  # the read ended: no late record comes
         if self.off is not None:  # nothing recorded after it in this file
             when, line, offset, sql = self.off
             self.off = None

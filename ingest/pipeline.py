@@ -214,7 +214,7 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> Non
                 reason=g.reason,
                 started_at=g.started_at,
                 ended_at=g.ended_at,
-                detail=g.detail[:300],
+                detail=g.detail[:1000],
                 source_file=source_file,
                 line=g.line,
                 byte_offset=g.offset,

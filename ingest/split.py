@@ -283,13 +283,20 @@ def _line_at(c: Candidate, offset: int) -> bytes:
 
 
 def _corrections_json(corrections: list[FlagCorrection]) -> list[object]:
-    return [[c.flag, [[h.hex(), t.isoformat() if t else None] for h, t in c.keys]] for c in corrections]
+    return [
+        [c.flag, [[h.hex(), t.isoformat() if t else None] for h, t in c.keys], c.if_switched_off]
+        for c in corrections
+    ]
 
 
 def _corrections_from(stored: list[object]) -> list[FlagCorrection]:
     return [
-        FlagCorrection(flag, [(bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for h, t in keys])
-        for flag, keys in stored  # type: ignore[misc]
+        FlagCorrection(
+            flag,
+            [(bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for h, t in keys],
+            condition[0] if condition else None,  # ranges stored before conditions have none
+        )
+        for flag, keys, *condition in stored  # type: ignore[misc]
     ]
 
 

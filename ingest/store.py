@@ -16,6 +16,7 @@ from datetime import date, datetime
 
 import psycopg
 from django.db import connection, transaction
+from django.db.models import Q
 from psycopg.sql import SQL, Identifier
 
 from ingest.alerts import KIND_SQL, WORTH_SQL, AlertLine, event_alert_kind, raise_event_alerts
@@ -295,6 +296,41 @@ def stored_copy_line(row: dict[str, object], flags: list[str]) -> str:
     )
 
 
+# Switch-offs looked at, newest first, when a statement switches a log back on.
+SWITCHES_LOOKED_AT = 200
+
+
+def switched_off_before(condition: dict[str, object]) -> bool:
+    """Whether the account or session of `condition` (a FlagCorrection's `if_switched_off`) switched
+    one of its log kinds off earlier on the same server, in any source, and did not switch it back
+    on since (a switch back on by them is flagged `anti_forensic` too, so it is among the events
+    looked at). Session-only switches (sql_log_bin, sql_log_off) count for the same session only."""
+    from ingest.models import Event as EventRow
+    from ingest.normalize import _SESSION_SWITCHES
+    from ingest.sql import log_switches
+
+    user, session = condition.get("user"), str(condition["session"])
+    session_id = session_id_of(session)
+    who = Q(session_id=session_id) | Q(user=user) if user is not None else Q(session_id=session_id)
+    rows = EventRow.objects.filter(who, server=condition["server"], flags__contains=["anti_forensic"])
+    if condition.get("at"):
+        rows = rows.filter(occurred_at__lte=datetime.fromisoformat(str(condition["at"])))
+    kinds = set(condition["kinds"])  # type: ignore[call-overload]
+    decided: set[str] = set()
+    for sql, row_session in rows.order_by("-occurred_at", "-id").values_list("sql", "session_id")[
+        :SWITCHES_LOOKED_AT
+    ]:
+        for kind, on in log_switches(sql):
+            if kind not in kinds or kind in decided:
+                continue
+            if kind in _SESSION_SWITCHES and row_session != session_id:
+                continue
+            if not on:
+                return True
+            decided.add(kind)  # switched back on by them since: that act is closed already
+    return False
+
+
 class EventWriter:
     """Writes batches for one source file and ingest run. Call `write` inside a transaction."""
 
@@ -348,6 +384,8 @@ class EventWriter:
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
         for c in corrections:
+            if c.if_switched_off is not None and not switched_off_before(c.if_switched_off):
+                continue
             # The unique index leads with the time: give it the times (and partition pruning too).
             timed = [(h, t) for h, t in c.keys if t is not None]
             untimed = [h for h, t in c.keys if t is None]

@@ -550,6 +550,10 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
     when = _enterprise_time(stamp) if stamp else None
     if stamp and when is None:
         extra["invalid_time"] = stamp
+    ident = v.get("id")
+    if type(ident) is int and ident >= 0:
+        # With the timestamp, the record's place in the log: numbered from 0 within each second.
+        extra["id"] = str(ident)
     connection_id = v.get("connection_id")
     return LogRecord(
         line=line,

@@ -982,6 +982,57 @@ def _log_flags(assignments: list[str]) -> tuple[set[str], bool]:
     return flags, sensitive
 
 
+# What switches each log back on (the other side of _LOG_OFF_VALUES): DEFAULT only where the
+# compiled-in default records.
+_LOG_ON_VALUES: dict[str, frozenset[str]] = {
+    "general_log": frozenset({"ON", "1", "TRUE"}),
+    "slow_query_log": frozenset({"ON", "1", "TRUE"}),
+    "sql_log_off": frozenset({"OFF", "0", "FALSE", "DEFAULT"}),
+    "sql_log_bin": frozenset({"ON", "1", "TRUE", "DEFAULT"}),
+    "server_audit_logging": frozenset({"ON", "1", "TRUE"}),
+    "audit_log_disable": frozenset({"OFF", "0", "FALSE", "DEFAULT"}),
+    "audit_log_policy": frozenset({"ALL", "LOGINS", "QUERIES"}),
+}
+_PLUGIN_RE = re.compile(r"^\s*(?P<verb>UNINSTALL|INSTALL)\s+(?:PLUGIN|SONAME)\b", re.I)
+_MAX_SWITCH_TEXT = 4096  # a statement that switches a log is short; longer ones are not read
+
+
+def log_switches(text: str) -> tuple[tuple[str, bool], ...]:
+    """The logs a statement switches off (False) or back on (True), as (kind, on) pairs.
+
+    Kinds are the variables of _LOG_OFF_VALUES, `log_output` (off: NONE; on: a destination
+    without NONE) and `audit_plugin` (an audit plugin unloaded or loaded again with
+    UNINSTALL/INSTALL PLUGIN or SONAME). SET STATEMENT ... FOR changes nothing for long: none.
+    Both ends of one act are paired by kind (see normalize.ReenableWatch).
+    """
+    bare = strip_comments(text[:_MAX_SWITCH_TEXT]).strip()
+    plugin = _PLUGIN_RE.match(bare)
+    if plugin is not None:
+        if "audit" not in bare.lower():
+            return ()
+        return (("audit_plugin", plugin["verb"].upper() == "INSTALL"),)
+    head = _SET_HEAD_RE.match(bare)
+    if head is None or bare[head.end() :][:9].upper() == "STATEMENT":
+        return ()
+    found: list[tuple[str, bool]] = []
+    for assignment in _top_level_split(bare[head.end() :]):
+        m = _ASSIGNMENT_RE.match(assignment)
+        if not m:
+            continue
+        name = m.group("name").replace("`", "").lower()
+        value = m.group("value")
+        if value[:1] in ("'", '"'):
+            value = unquote_string(value)
+        value = value.strip().upper()
+        if name == "log_output":
+            found.append((name, "NONE" not in {v.strip() for v in value.split(",")}))
+        elif value in _LOG_OFF_VALUES.get(name, ()):
+            found.append((name, False))
+        elif value in _LOG_ON_VALUES.get(name, ()):
+            found.append((name, True))
+    return tuple(found)
+
+
 def _set(st: _Stmt) -> Analysis:
     second = st.word(1)
     if second == "PASSWORD":

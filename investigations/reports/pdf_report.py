@@ -550,7 +550,8 @@ def gaps_section(case: Case) -> list[Flowable]:
         Paragraph("3. Gaps in the logs over the case's window", STYLES["h1"]),
         _p(
             "Time in which a server's log shows it recorded nothing (logging off, a restart, the clock going "
-            "back). The absence of evidence in a gap is not evidence of absence.",
+            "back), or records missing from it by its own counter. The absence of evidence in a gap is not "
+            "evidence of absence.",
             "small",
         ),
     ]
