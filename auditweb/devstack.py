@@ -60,7 +60,22 @@ PG_SYSTEM_USER = "embedded_postgres"
 SAMPLE_LOGS = {
     "tests/fixtures/genlog/*.log": "demo-general-log",
     "tests/fixtures/server_audit/*.log": "demo-server-audit",
+    # A rotated general log (logrotate and its postrotate flush), general_log OFF/ON, a change of
+    # user, a refused change, restarts: attribution provenance (README "Attribution").
+    "tests/fixtures/attribution_scene/*-general.log*": "demo-rotated-general-log",
 }
+
+
+def oldest_first(paths: list[str]) -> list[str]:
+    """Log files in the order they were written: `x.log.2`, `x.log.1`, then `x.log`."""
+
+    def age(path: str) -> tuple[str, int]:
+        base, _, number = path.rpartition(".")
+        return (base, -int(number)) if number.isdigit() else (path, 0)
+
+    return sorted(paths, key=age)
+
+
 # The demo's logins: the superuser admin, and one login for each lesser role.
 DEMO_LOGINS = (
     ("admin", ["--superuser"]),
@@ -598,7 +613,7 @@ def demo(stack: Stack) -> int:
         _, login = stack.run([*manage, "create_login", username, *role], capture=True)
         print(login, end="", flush=True)
     for pattern, server in SAMPLE_LOGS.items():
-        samples = sorted(glob.glob(pattern))
+        samples = oldest_first(glob.glob(pattern))
         if samples:
             say(f"ingesting {len(samples)} sample log(s) ({pattern}) as server {server!r}")
             stack.run([*manage, "ingest", *samples, "--server", server])
