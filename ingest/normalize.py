@@ -1165,10 +1165,12 @@ class GapFinder:
             off_time, line, offset, sql = self.off
             self.off = None
             yield Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
-            if banner and event.note.startswith(RESTART):
-                # Switched off, then a restart: the off gap covers the time, but not that fact.
-                detail = event.note.split("|", 1)[1][:1000]
-                yield Gap("restart", off_time, when, event.line, event.offset, detail)
+            if banner and not event.note.startswith(REOPEN):
+                # Switched off, then a restart, or a banner nothing decided: the off gap covers the
+                # time, but not that fact, nor the evidence an inferred attribution rests on.
+                verdict, detail = event.note.split("|", 1)
+                reason = "restart" if verdict == RESTART else "log_opened"
+                yield Gap(reason, off_time, when, event.line, event.offset, detail[:1000])
         elif banner:
             # The tracker weighed what follows the banner: reopen, restart, or neither proven.
             verdict, detail = event.note.split("|", 1)

@@ -32,6 +32,9 @@ class Proof:
     opened_by: Event | None  # the Connect or Change user record, when it is in the store
     evidence: Gap | None  # for inferred_reopen: the banner the logs could not decide
     previous: Session | None  # the session before a change of user on the same connection
+    # For inferred_reopen: what the other logs of the same server say of the connection across
+    # the reopening (they may name the same account on both sides, or another one).
+    corroboration: str | None = None
 
 
 def attribution_proof(event: Event) -> Proof:
@@ -56,4 +59,39 @@ def attribution_proof(event: Event) -> Proof:
         )
     previous = Session.objects.filter(pk=session.previous_id).first() if session.previous_id else None
     explained = EXPLAINED.get(kind or "", "not recorded: the event was stored before AuditWeb recorded it")
-    return Proof(kind, explained, opened_by, evidence, previous)
+    corroboration = _other_logs(event, evidence) if evidence is not None else None
+    return Proof(kind, explained, opened_by, evidence, previous, corroboration)
+
+
+def _other_logs(event: Event, banner: Gap) -> str | None:
+    """What the server's other logs (server_audit, the table...) show of this connection from just
+    before the reopening to this statement: the same account, another one, or a restart."""
+    since = banner.started_at or banner.ended_at
+    if since is None or event.occurred_at is None:
+        return None
+    others = Event.objects.filter(
+        server=event.server,
+        connection_id=event.connection_id,
+        occurred_at__gte=since,
+        occurred_at__lte=event.occurred_at,
+        user__isnull=False,
+    ).exclude(source_file_id=event.source_file_id)
+    accounts = {(u, h) for u, h in others.values_list("user", "host")[:200]}
+    restarts = Gap.objects.filter(server=event.server, reason=Gap.Reason.RESTART).exclude(
+        source_file_id=banner.source_file_id
+    )
+    restarted = restarts.filter(ended_at__gte=since, ended_at__lte=event.occurred_at).first()
+    if restarted is not None:
+        return f"contradicted: another log of {event.server} shows a restart then ({restarted.detail})"
+    if not accounts:
+        return None
+    if accounts == {(event.user, event.host)}:
+        n = others.count()
+        return (
+            f"corroborated: {n} record(s) of another log of {event.server} name {event.user}@{event.host}"
+            f" on connection {event.connection_id} across the reopening"
+        )
+    named = ", ".join(sorted(f"{u}@{h}" for u, h in accounts))
+    return (
+        f"contradicted: another log of {event.server} names {named} on connection {event.connection_id} then"
+    )

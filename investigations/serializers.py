@@ -208,6 +208,10 @@ class AttributionProofSerializer(serializers.Serializer):
     previous_session = serializers.IntegerField(
         allow_null=True, help_text="The session before a change of user on the same connection"
     )
+    corroboration = serializers.CharField(
+        allow_null=True,
+        help_text="For inferred_reopen: what the server's other logs say of the connection across it",
+    )
 
 
 class EventDetailSerializer(EventSerializer):
@@ -237,6 +241,7 @@ class EventDetailSerializer(EventSerializer):
             else None,
             "evidence": proof.evidence.detail if proof.evidence is not None else None,
             "previous_session": proof.previous.pk if proof.previous is not None else None,
+            "corroboration": proof.corroboration,
         }
 
     def get_raw(self, event: Event) -> str:

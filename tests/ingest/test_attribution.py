@@ -66,3 +66,37 @@ def test_a_rotated_pair_keeps_the_account_of_a_connection_across_the_banner(tmp_
     deletes = Event.objects.filter(server="rot", connection_id=5, statement_type="DELETE")
     assert deletes.count() == 2 and {(e.user, e.attribution) for e in deletes} == {("bob", "connect")}
     assert not Event.objects.filter(server="rot", attribution="inferred_reopen").exists()
+
+
+SCENE = Path(__file__).resolve().parent.parent / "fixtures" / "attribution_scene"
+
+
+def test_an_undecided_reopening_is_inferred_and_the_other_logs_corroborate_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The scene's general log, as a layout that prints the time on every record would have it (MySQL
+    5.7+ does): then nothing in the general log alone tells the OFF/ON banner from a restart until
+    connection 7 logs in. Cut before that, mallory's DELETE after the banner is inferred; the same
+    server's server_audit names mallory on connection 5 on both sides of it."""
+    import io
+
+    from django.core.management import call_command
+
+    data = (SCENE / "mariadb-10.11.19-general.log.1").read_bytes()
+    head, banner_and_after = data.split(b"SET GLOBAL general_log = OFF\n", 1)
+    banner = banner_and_after[: banner_and_after.index(b"\t\t     7 Connect")]
+    delete = b"261124 20:14:15\t     5 Query\tDELETE FROM orders WHERE id = 3\n"
+    general = tmp_path / "general.log"
+    general.write_bytes(head + b"SET GLOBAL general_log = OFF\n" + banner + delete)
+    out = io.StringIO()
+    call_command("ingest", str(SCENE / "mariadb-10.11.19-server_audit.log.1"), server="db", stdout=out)
+    call_command("ingest", str(general), server="db", timezone="UTC", stdout=out)
+    event = Event.objects.get(
+        server="db", source_file__path=str(general), sql="DELETE FROM orders WHERE id = 3"
+    )
+    assert (event.user, event.attribution) == ("mallory", "inferred_reopen")
+    gap = Gap.objects.get(server="db", source_file__path=str(general), reason="log_opened")
+    assert "connection 5, open before it, ran a record after it" in gap.detail
+    assert "it had switched logging off" in gap.detail
+    proof = attribution_proof(event)
+    assert proof.evidence == gap
+    assert proof.corroboration is not None and proof.corroboration.startswith("corroborated:")
+    assert "name mallory@127.0.0.1 on connection 5" in proof.corroboration

@@ -58,9 +58,14 @@ def test_switched_off_and_on_again_is_one_gap_and_the_clock_going_back_another(t
     ingest(path)
     assert gaps() == [
         ("logging_off", t(2026, 1, 5, 9, 0), t(2026, 1, 5, 11, 30), 1),
+        # Nothing after the banner tells a reopening from a restart (this layout prints every
+        # time; no new login): this gap says so.
+        ("log_opened", t(2026, 1, 5, 9, 0), t(2026, 1, 5, 11, 30), 2),
         ("time_backwards", t(2026, 1, 5, 11, 30), t(2026, 1, 5, 11, 0), 6),
     ]
     assert "general_log = 'OFF'" in Gap.objects.get(reason="logging_off").detail
+    opened = Gap.objects.get(reason="log_opened").detail
+    assert opened.endswith("do not say which. Before it, connection 7 switched logging off at line 1")
 
 
 def test_a_gap_between_two_files_of_one_ingest(tmp_path) -> None:  # type: ignore[no-untyped-def]
