@@ -747,7 +747,9 @@ def tail_messages(
         while cuts:
             yield send(cuts.pop(0), False)
     if finish:
-        yield send(cut(_resume_dict(lines.offset, lines.line)), True)
+        # (The general log's carried time goes with it: the next file may print none at first.)
+        end = resume_point() if resume_point else (lines.offset, lines.line, None)
+        yield send(cut(_resume_dict(*end)), True)
     else:
         assert final is not None
         yield send(final, False)  # what came after it is read again next time
@@ -1056,6 +1058,8 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     if known is None:
         return
     offset, line, last_time = resume_of(known.resume or _resume_dict(0, 1))
+    if offset == 0 and last_time is None:
+        last_time = time_carried_into(source, known)
     try:
         f, limit = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
@@ -1124,6 +1128,18 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
         messages.close()  # type: ignore[attr-defined]
         f.close()  # type: ignore[attr-defined]
         hasher.read_at.close()  # type: ignore[attr-defined]
+
+
+def time_carried_into(source: Source, new: SourceFile) -> datetime | None:
+    """The time a new file of a source starts with: the one the file read before it ended with.
+
+    An old-layout general log prints a record's time only when the second changes, and the
+    server keeps that second across reopening its log: after a rotation (FLUSH GENERAL LOGS, or
+    a copytruncate) the new file's first records may print none, being in the second the old
+    file printed last."""
+    before = SourceFile.objects.filter(source=source).exclude(pk=new.pk).exclude(last_read_at=None)
+    resume = before.order_by("-last_read_at", "-pk").values_list("resume", flat=True).first()
+    return resume_of(resume)[2] if resume and resume.get("last_time") else None
 
 
 def record_file_hash(source_id: int, file_id: int, hasher: FileHasher, moved: bool) -> None:

@@ -208,3 +208,38 @@ def test_beat_polls_a_followed_file_only_when_it_changed_or_its_quiet_tail_is_du
     (tmp_path / "general.log.1").write_bytes(b"x\n")
     assert looked() == [source.pk]  # a new file
     assert look_at_followed_files(lambda _: None, skip=[source.pk]) == 0  # (queued by its interval)
+
+
+MARIADB_BANNER = (
+    b"/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:\n"
+    b"Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"
+    b"Time\t\t    Id Command\tArgument\n"
+)
+
+
+def test_a_new_file_after_a_rotation_goes_on_in_the_second_the_old_one_printed_last(
+    tmp_path: Path, settings
+) -> None:  # type: ignore[no-untyped-def]
+    """MariaDB prints a record's time only when the second changes, and keeps that second when it
+    reopens its log: after FLUSH GENERAL LOGS the new file starts with a banner and records that
+    print no time. They are in the second the old file printed last (as one read of both says)."""
+    settings.INGEST_SETTLE_SECONDS = 0
+    log = tmp_path / "general.log"
+    old = MARIADB_BANNER + (
+        b"261124 20:14:14\t    155 Connect\troot@localhost on la_tail using Socket\n"
+        b"261124 20:14:15\t    155 Query\tINSERT INTO t VALUES (1, 0)\n"
+    )
+    new = MARIADB_BANNER + b"\t\t    155 Query\tDELETE FROM t WHERE id = 1\n"
+    log.write_bytes(old)
+    source = follow(str(log) + "*")
+    ingest_source(source.pk)
+    log.rename(tmp_path / "general.log.1")  # logrotate, then FLUSH GENERAL LOGS
+    log.write_bytes(new)
+    ingest_source(source.pk)
+    both = tmp_path / "both.log"
+    both.write_bytes(old + new)
+    want, _ = reference(tmp_path, both, "general-log")
+    assert {row[:8] for row in stored("db1")} == {row[:8] for row in want}
+    assert sum(stored("db1").values()) == sum(want.values()) == 5
+    delete = Event.objects.get(server="db1", statement_type="DELETE")
+    assert delete.occurred_at == Event.objects.get(server="db1", statement_type="INSERT").occurred_at
