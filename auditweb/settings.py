@@ -236,15 +236,24 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # The queue tasks go to; workers of one deployment share it (tests use their own).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
-# Seconds between beat's looks for sources due to be polled (each has its own interval).
-INGEST_POLL_SECONDS = env_int("INGEST_POLL_SECONDS", 5)
+# Seconds between beat's looks at the sources: those whose interval has passed are polled, and
+# followed files that changed (by stat alone) or whose quiet last record is due are polled now.
+INGEST_POLL_SECONDS = env_int("INGEST_POLL_SECONDS", 1)
+# A followed file that has not grown for this many seconds and ends with a newline has its last
+# record stored: servers write each record whole, so nothing more can belong to it (0: at once).
+INGEST_SETTLE_SECONDS = env_int("INGEST_SETTLE_SECONDS", 2)
 # Seconds between beat's looks at the sources' health (alerts when it changes).
 HEALTH_CHECK_SECONDS = env_int("HEALTH_CHECK_SECONDS", 30)
 CELERY_BEAT_SCHEDULE = {
     # Monthly partitions of the event table exist before events for them arrive.
     "create-event-partitions": {"task": "ingest.tasks.create_event_partitions", "schedule": 6 * 3600},
     # Sources whose interval has passed are queued for an incremental ingest.
-    "poll-sources": {"task": "ingest.tasks.poll_sources", "schedule": INGEST_POLL_SECONDS},
+    # A tick a busy worker could not take in time is dropped: the next one does the same.
+    "poll-sources": {
+        "task": "ingest.tasks.poll_sources",
+        "schedule": INGEST_POLL_SECONDS,
+        "options": {"expires": INGEST_POLL_SECONDS},
+    },
     # Sources whose health changed (silent, vanished, refused...) raise an alert for the SIEM.
     "check-health": {"task": "ingest.tasks.check_health", "schedule": HEALTH_CHECK_SECONDS},
 }

@@ -15,7 +15,14 @@ against the files already known (SourceFile rows):
 Files are read oldest first (by modification time), so sessions flow from one file into the
 next. All but the newest file, and every gzip file, are read to their end and "finished"
 (the parser's last pending record is flushed); the newest may still grow, so its last record
-waits until the next line shows that it is complete.
+waits until the next line shows that it is complete, or until the file is quiet: it has not
+grown for INGEST_SETTLE_SECONDS and its last byte is a newline. MySQL and MariaDB write each
+record whole (the general log: every part of it under one lock, ending with its newline;
+server_audit: one write), so a quiet file ends with a complete record, and it is stored then.
+
+Between polls, `listing_signature` (a glob and a stat, no file opened) tells a worker whether
+a source's files changed since its last poll looked: the cheap test that lets beat look at
+every followed file each second (ingest.pipeline.look_at_followed_files).
 """
 
 from __future__ import annotations
@@ -25,12 +32,15 @@ import glob
 import gzip
 import hashlib
 import io
+import json
 import os
+import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.db import connection
 
 from ingest.models import Source, SourceFile
@@ -69,6 +79,9 @@ class Read:
     candidate: Candidate
     known: SourceFile | None  # None: a new file
     finish: bool  # read to the end and flush the parser: nothing more will be written to it
+    # The live file is quiet (see is_quiet): its last record is complete; flush the parser at
+    # the end of the bytes, but the file may grow again (it is not finished).
+    quiet: bool = False
 
     @property
     def offset(self) -> int:
@@ -83,6 +96,10 @@ class Plan:
     # Why files could not be looked at (permissions...): shown as the source's health.
     errors: list[str] = field(default_factory=list)
     matched_any: bool = False  # the path or glob matched at least one file
+    # The newest file (it may grow), and the SourceFile it continues (None: new, or finished).
+    live: Candidate | None = None
+    live_known: SourceFile | None = None
+    looked_at: float = 0.0  # time.time() just before the files were looked at
 
 
 def _head(path: Path, compressed: bool) -> bytes:
@@ -130,7 +147,7 @@ def _rotation_number(path: Path) -> int:
 
 def plan_reads(source: Source) -> Plan:
     """What to read in this poll of a file source; see the module docstring."""
-    plan = Plan()
+    plan = Plan(looked_at=time.time())  # before any stat: "quiet since" is never overstated
     candidates = find_candidates(source.path, plan.errors)
     plan.matched_any = bool(candidates) or bool(plan.errors)
     known = list(source.files.filter(head_length__gt=0).order_by("pk"))
@@ -168,10 +185,60 @@ def plan_reads(source: Source) -> Plan:
         finish = c.compressed or c is not live
         if k is not None and k.finished:
             continue
-        plan.reads.append(Read(c, k, finish))
+        quiet = not finish and is_quiet(c, k, settings.INGEST_SETTLE_SECONDS, plan.looked_at)
+        plan.reads.append(Read(c, k, finish, quiet))
+        if c is live:
+            plan.live, plan.live_known = c, k
     seen = set(claimed) | set(copies)
     plan.vanished = [k for k in known if not k.finished and k.pk not in seen]
     return plan
+
+
+def is_quiet(candidate: Candidate, known: SourceFile | None, settle: float, now: float) -> bool:
+    """Whether a growing file's last record is complete: the file has not grown for `settle`
+    seconds before `now` and its last byte is a newline.
+
+    "Not grown" is known from the file's modification time, or from having seen it this same
+    size at a read at least `settle` ago (a clock that disagrees with the file system's, e.g.
+    over NFS, then costs one more poll, never a record cut short)."""
+    if candidate.compressed:
+        return False
+    since = candidate.mtime
+    if known is not None and known.size == candidate.size and known.last_read_at is not None:
+        since = min(since, known.last_read_at.timestamp())
+    return now - since >= settle and ends_with_newline(candidate)
+
+
+def ends_with_newline(candidate: Candidate) -> bool:
+    """Whether the byte before `candidate.size` is a newline, in the file as it was planned."""
+    try:
+        with candidate.path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino) != (candidate.device, candidate.inode) or candidate.size < 1:
+                return False  # replaced since it was looked at: the next poll sees the new one
+            return os.pread(f.fileno(), 1, candidate.size - 1) == b"\n"
+    except OSError:
+        return False
+
+
+def listing(pattern: str) -> list[tuple[str, int, int, int]]:
+    """(path, device, inode, size) of each non-empty regular file `pattern` matches now, by
+    stat alone: what a poll would find, without opening a file."""
+    found = []
+    for name in sorted(glob.glob(pattern)):
+        try:
+            st = os.stat(name)
+        except OSError:
+            continue
+        if st.st_size and os.path.isfile(name):
+            found.append((name, st.st_dev, st.st_ino, st.st_size))
+    return found
+
+
+def listing_signature(pattern: str) -> str:
+    """A digest of `listing(pattern)`: equal while no file of a source appeared, vanished,
+    was renamed, grew or shrank."""
+    return hashlib.sha256(json.dumps(listing(pattern)).encode()).hexdigest()
 
 
 def open_content(candidate: Candidate, offset: int) -> tuple[object, int | None]:

@@ -9,12 +9,14 @@ import contextlib
 import gzip
 import hashlib
 import io
+import json
 import logging
 import os
 import pickle
 import queue
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,10 +27,11 @@ from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import connection, models, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ingest.checkpoints import listing_signature
 from ingest.custody import FileHasher, chain_file_hash
 from ingest.events import Event, FlagCorrection, Gap
 from ingest.models import Gap as GapRow
@@ -532,6 +535,7 @@ class _Lines:
     ) -> None:
         self.f, self.offset, self.line, self.limit, self.partial_ok = f, offset, line, limit, partial_ok
         self.eof = False  # the parser asked for a line past the end
+        self.held = False  # a last line without its newline was held back
 
     def __iter__(self) -> Iterator[bytes]:
         remaining = self.limit
@@ -541,6 +545,7 @@ class _Lines:
                     raw = raw[:remaining]
                 remaining -= len(raw)
             if raw[-1:] != b"\n" and not self.partial_ok:
+                self.held = True
                 break
             self.offset += len(raw)
             self.line += 1
@@ -595,6 +600,8 @@ def tail_messages(
     last_time: datetime | None = None,
     cut_bytes: int | None = None,
     file_id: int | None = None,
+    settled: bool = False,
+    continues: dict[str, object] | None = None,
 ) -> Iterator[tuple[object, ...]]:
     """Parse a file from a resume point; yield ("batch", formatted events, problems, events seen,
     corrections, gaps, resume point, state, finished) messages, each complete up to its resume point.
@@ -611,6 +618,15 @@ def tail_messages(
        and whatever follows are left for the next read, which starts at that item.
     A file that is finished is read to its end and every stage flushed.
 
+    A file that is `settled` (quiet: it has not grown for a while and ends with a newline, see
+    ingest.checkpoints.is_quiet) may grow again, but its last record is complete: when the
+    bytes end with a whole line, the parser's pending item is flushed and stored, and the last
+    cut comes after it (the later stages are not flushed: their state goes on). The resume
+    point then says so (`settled`: the record's line, offset and event keys), so that lines
+    which later turn out to continue it (a log written by hand or damaged: servers write each
+    record whole) are not lost: the next read (`continues`) makes them a Problem saying which
+    record they continue, and flags that record `continued_after_quiet`.
+
     With no `writer` it only scans (ingest.split): events are counted, not kept or formatted.
     `cut_bytes` also makes a cut whenever that many bytes were read since the last one.
     `file_id` (the SourceFile's) tells the tracker which file a connection's Connect was read in.
@@ -625,7 +641,7 @@ def tail_messages(
 
         def general() -> Iterator[Item]:
             yield from parser.feed(lines)
-            if finish:
+            if finish or (settled and not lines.held):
                 yield from parser.finish()
 
         items: Iterator[Item] = general()
@@ -642,8 +658,16 @@ def tail_messages(
     want_cut = False
     final: _Cut | None = None
     cut_from = lines.offset
+    start_offset = lines.offset
+    # A quiet tail flushed at the end of these bytes: where its first item starts, and the
+    # keys of the events made of it (for the flag, should lines continue it later).
+    flushed_from: int | None = None
+    flushed_line = 0
+    flushed_keys: list[list[object]] = []
 
     def cut(resume: dict[str, object]) -> _Cut:
+        if continues and resume["offset"] == start_offset:
+            resume = resume | {"settled": continues}  # nothing read since: still the case
         state = {"tracker": tracker.to_state(), "gaps": gaps.to_state()}
         ends = (
             taken[0] + len(events),
@@ -657,7 +681,7 @@ def tail_messages(
         """The parser's items, with the cuts made between them (see above). A cut is made only
         where the tracker holds nothing back: not while it holds a start banner's records until
         they show reopen or restart. Where the bytes end for now, it is told to decide (SETTLE)."""
-        nonlocal want_cut, final, cut_from
+        nonlocal want_cut, final, cut_from, flushed_from, flushed_line, continues
         iterator = iter(items)
         while True:
             before = resume_point() if resume_point else None
@@ -668,14 +692,25 @@ def tail_messages(
                     end = _resume_dict(*before) if before else _resume_dict(lines.offset, lines.line)
                     if tracker.holding:
                         yield SETTLE
+                    if flushed_from is not None:
+                        keys = [*flushed_keys]
+                        end["settled"] = {"line": flushed_line, "offset": flushed_from, "keys": keys}
                     final = cut(end)
                 return
             if not finish and lines.eof:
-                end = _resume_before(before, item)
-                if tracker.holding:
-                    yield SETTLE
-                final = cut(end)
-                return
+                if not settled or lines.held:
+                    end = _resume_before(before, item)
+                    if tracker.holding:
+                        yield SETTLE
+                    final = cut(end)
+                    return
+                # The quiet tail: complete, since the file ends with a whole line.
+                if flushed_from is None:
+                    flushed_from, flushed_line = item.offset, item.line
+            if continues is not None:
+                if isinstance(item, Problem) and item.offset == start_offset:
+                    _continued(item, continues, corrections)
+                continues = None  # only the bytes right after it can continue it
             if want_cut and not tracker.holding:
                 cuts.append(cut(_resume_before(before, item)))
                 want_cut = False
@@ -705,6 +740,9 @@ def tail_messages(
     for out in gaps.process(classify_events(tracker.process(valve()), tracker.routines)):
         if isinstance(out, Event):
             events.append(out if writer else None)  # type: ignore[arg-type]
+            if flushed_from is not None and out.offset >= flushed_from and len(flushed_keys) < 100:
+                when = out.occurred_at
+                flushed_keys.append([out.record_hash().hex(), when.isoformat() if when else None])
             if len(events) >= batch_size or (cut_bytes and lines.offset - cut_from >= cut_bytes):
                 want_cut = True
         elif isinstance(out, FlagCorrection):
@@ -716,10 +754,30 @@ def tail_messages(
         while cuts:
             yield send(cuts.pop(0), False)
     if finish:
-        yield send(cut(_resume_dict(lines.offset, lines.line)), True)
+        # (The general log's carried time goes with it: the next file may print none at first.)
+        end = resume_point() if resume_point else (lines.offset, lines.line, None)
+        yield send(cut(_resume_dict(*end)), True)
     else:
         assert final is not None
         yield send(final, False)  # what came after it is read again next time
+
+
+def _continued(problem: Problem, settled: dict[str, object], corrections: list[FlagCorrection]) -> None:
+    """Lines that continue a record stored because its file had gone quiet: say so in their
+    Problem, and flag that record (its stored statement lacks them)."""
+    problem.reason = (
+        f"these lines continue the record at line {settled['line']} (offset {settled['offset']}), "
+        "stored when its file had stopped growing with a newline at its end; a server writes each "
+        "record whole, so this log was written by hand or damaged. The record is kept as it was "
+        "stored and flagged continued_after_quiet; these bytes are kept here. "
+        f"({problem.reason})"
+    )
+    keys = [
+        (bytes.fromhex(str(h)), datetime.fromisoformat(str(t)) if t else None)
+        for h, t in settled.get("keys", [])  # type: ignore[attr-defined]
+    ]
+    if keys:
+        corrections.append(FlagCorrection("continued_after_quiet", keys))
 
 
 def ingest_source(
@@ -817,6 +875,7 @@ def _ingest_file_source(
         if run is not None:  # asked for while a split goes on: that split is the reading
             return _end_run(_start_run(source, run, 0))
         return None
+    signature = listing_signature(source.path)  # before the plan: a change after it shows
     plan = plan_reads(source)
     errors = list(plan.errors)
     if not plan.matched_any:
@@ -824,11 +883,16 @@ def _ingest_file_source(
     reads = [
         r
         for r in plan.reads
-        # New bytes since the last read (its pending record is read again), or a file to finish.
-        if r.finish or r.known is None or r.candidate.size != r.known.size
+        # New bytes since the last read (its pending record is read again), a file to finish,
+        # or a quiet file whose last record is still pending.
+        if r.finish
+        or r.known is None
+        or r.candidate.size != r.known.size
+        or (r.quiet and r.offset < r.candidate.size)
     ]
     Source.objects.filter(pk=source.pk).update(last_error="; ".join(errors)[:2000])
     if not reads and not plan.vanished:
+        _note_watch(source, signature, plan)
         if run is not None:
             return _end_run(_start_run(source, run, 0))
         return None
@@ -853,7 +917,64 @@ def _ingest_file_source(
     except BaseException as e:
         _end_run(run, e)
         raise
+    _note_watch(source, signature, plan)
     return _end_run(run)
+
+
+def _note_watch(source: Source, signature: str, plan: object) -> None:
+    """Record what this poll saw, for look_at_followed_files: the files' listing signature, and
+    when to look again without any change, if the newest file's last record is still pending
+    and may be settled then (it ends with a newline but has not been quiet long enough)."""
+    from ingest.checkpoints import Plan, ends_with_newline
+
+    assert isinstance(plan, Plan)
+    recheck_at = None
+    live = plan.live
+    if live is not None and not live.compressed and not any(r.quiet for r in plan.reads):
+        resume = (
+            SourceFile.objects.filter(source=source, device=live.device, inode=live.inode, finished=False)
+            .order_by("-pk")
+            .values_list("resume", flat=True)
+            .first()
+        )
+        pending = int((resume or {}).get("offset", 0)) < live.size
+        if pending and ends_with_newline(live):
+            # Quiet since its last change by its own clock, or from now if that lies ahead.
+            recheck_at = min(live.mtime, time.time()) + settings.INGEST_SETTLE_SECONDS
+    watch = {"signature": signature, "recheck_at": recheck_at}
+    with connection.cursor() as cur:  # one key of the checkpoint, whatever else it holds now
+        cur.execute(
+            "UPDATE ingest_source SET checkpoint = COALESCE(checkpoint, '{}'::jsonb)"
+            " || jsonb_build_object('watch', %s::jsonb) WHERE id = %s",
+            [json.dumps(watch), source.pk],
+        )
+
+
+def look_at_followed_files(queue: Callable[[int], object], skip: Iterable[int] = ()) -> int:
+    """Queue (with `queue(source id)`) a poll of each enabled file source whose files changed
+    since its last poll looked (a glob and a stat each: no file is opened, nothing is read), or
+    whose newest file's pending last record is due to be settled; returns how many.
+
+    This is what makes new records, and the last record of a log gone quiet, searchable
+    within seconds whatever the source's interval, while an idle source costs a stat a tick.
+    Sources being shared out (ingest.split) are left to their split."""
+    now = time.time()
+    splitting = Split.objects.filter(finished_at__isnull=True).values("source_id")
+    followed = (
+        Source.objects.filter(enabled=True, kind=Source.Kind.FILE)
+        .exclude(pk__in=splitting)
+        .exclude(pk__in=list(skip))
+        .values_list("pk", "path", "checkpoint__watch")
+    )
+    queued = 0
+    for source_id, path, watch in followed:
+        watch = watch if isinstance(watch, dict) else {}
+        recheck_at = watch.get("recheck_at")
+        due = recheck_at is not None and float(recheck_at) <= now
+        if due or watch.get("signature") != listing_signature(path):
+            queue(source_id)
+            queued += 1
+    return queued
 
 
 def _file_vanished(run: IngestRun, known: SourceFile) -> None:
@@ -944,6 +1065,8 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     if known is None:
         return
     offset, line, last_time = resume_of(known.resume or _resume_dict(0, 1))
+    if offset == 0 and last_time is None:
+        last_time = time_carried_into(source, known)
     try:
         f, limit = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
@@ -968,6 +1091,8 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
             batch_size=settings.INGEST_BATCH_SIZE,
             last_time=last_time,
             file_id=known.pk,
+            settled=read.quiet,
+            continues=(known.resume or {}).get("settled"),
         )
 
     messages = in_second_process(produce) if settings.INGEST_PARALLEL else produce()
@@ -1011,6 +1136,18 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
         messages.close()  # type: ignore[attr-defined]
         f.close()  # type: ignore[attr-defined]
         hasher.read_at.close()  # type: ignore[attr-defined]
+
+
+def time_carried_into(source: Source, new: SourceFile) -> datetime | None:
+    """The time a new file of a source starts with: the one the file read before it ended with.
+
+    An old-layout general log prints a record's time only when the second changes, and the
+    server keeps that second across reopening its log: after a rotation (FLUSH GENERAL LOGS, or
+    a copytruncate) the new file's first records may print none, being in the second the old
+    file printed last."""
+    before = SourceFile.objects.filter(source=source).exclude(pk=new.pk).exclude(last_read_at=None)
+    resume = before.order_by("-last_read_at", "-pk").values_list("resume", flat=True).first()
+    return resume_of(resume)[2] if resume and resume.get("last_time") else None
 
 
 def record_file_hash(source_id: int, file_id: int, hasher: FileHasher, moved: bool) -> None:

@@ -52,6 +52,7 @@ from ingest.pipeline import (
     resume_of,
     store_batch,
     tail_messages,
+    time_carried_into,
 )
 
 log = logging.getLogger(__name__)
@@ -85,11 +86,17 @@ def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Disp
     }
     ends: dict[str, object] = {}
     number = 0
+    carried: object = None  # the time the file before ended with (as a sequential read carries it)
     for read in reads:
         known = known_file(source, read)
         if known is None:
             continue
         start = known.resume or _resume_dict(0, 1)
+        if int(start["offset"]) == 0 and not start.get("last_time"):  # type: ignore[call-overload]
+            before = time_carried_into(source, known) if number == 0 else None
+            carried = carried or (before.isoformat() if before else None)
+            if carried:
+                start = start | {"last_time": carried}
         for end, end_state, finished in _scan(source, read, start, state, known.pk):
             if int(end["offset"]) > int(start["offset"]) or finished:  # type: ignore[call-overload]
                 chunk = Chunk.objects.create(
@@ -106,6 +113,7 @@ def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Disp
                 number += 1
             ends[str(known.pk)] = {"resume": end, "finished": finished}
             start, state = end, end_state
+            carried = end.get("last_time")
     split.ends = ends
     split.final_state = state
     split.planned = True

@@ -7,7 +7,7 @@ from celery.app.task import Task
 from django.conf import settings
 
 from ingest.partitions import create_partitions_ahead
-from ingest.pipeline import SourceBusy, ingest_source, poll_due_sources
+from ingest.pipeline import SourceBusy, ingest_source, look_at_followed_files, poll_due_sources
 from ingest.sources import check_sources_health
 from ingest.split import finish_split, read_chunk
 
@@ -20,8 +20,20 @@ def create_event_partitions() -> list[str]:
 
 @shared_task
 def poll_sources() -> int:
-    """Beat's tick: queue an ingest of each enabled source whose interval has passed."""
-    return poll_due_sources(lambda source_id: ingest_source_task.delay(source_id))
+    """Beat's tick: queue an ingest of each enabled source whose interval has passed, and of each
+    followed file source whose files changed or whose quiet last record is due. A poll queued
+    for a change that waits longer than a few ticks is dropped unrun: a later tick queues another."""
+    queued: list[int] = []
+
+    def due(source_id: int) -> None:
+        queued.append(source_id)
+        ingest_source_task.delay(source_id)
+
+    def changed(source_id: int) -> None:
+        ingest_source_task.apply_async((source_id,), expires=max(10, 5 * settings.INGEST_POLL_SECONDS))
+
+    polled = poll_due_sources(due)  # (queued on commit: at once, outside a transaction)
+    return polled + look_at_followed_files(changed, skip=queued)
 
 
 @shared_task

@@ -93,3 +93,41 @@ def rotate_copytruncate(path: Path) -> Path:
     target.write_bytes(path.read_bytes())
     os.truncate(path, 0)
     return target
+
+
+MARIADB_BANNER = (
+    b"/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1 (Debian 12). started with:\n"
+    b"Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"
+    b"Time\t\t    Id Command\tArgument\n"
+)
+
+
+class MariaDbLogWriter:
+    """Writes a general log as MariaDB's MYSQL_QUERY_LOG::write does (sql/log.cc): the local time
+    "YYMMDD H:MM:SS" only when the second changed since the record before (else two tabs, and the
+    server keeps that second across reopening its log), "%6llu " the connection id, the command, a
+    tab, the text, a newline; each record in one write, at the current end (O_APPEND). The banner
+    is written whenever the file is (re)opened."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.last_second: int | None = None
+        self.f = path.open("ab", buffering=0)
+        self.f.write(MARIADB_BANNER)
+
+    def record(self, connection_id: int, command: str, text: str) -> None:
+        now = datetime.now()
+        second = int(now.timestamp())
+        stamp = b"\t\t" if second == self.last_second else now.strftime("%y%m%d %H:%M:%S\t").encode()
+        self.last_second = second
+        line = b"%s%6d %s\t%s\n" % (stamp, connection_id, command.encode(), text.encode())
+        self.f.write(line)
+
+    def reopen(self) -> None:
+        """FLUSH GENERAL LOGS: close, open the path again (a new file after a rename), banner."""
+        self.f.close()
+        self.f = self.path.open("ab", buffering=0)
+        self.f.write(MARIADB_BANNER)
+
+    def close(self) -> None:
+        self.f.close()

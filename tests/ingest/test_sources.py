@@ -18,6 +18,13 @@ from tests.logwriter import GeneralLogWriter, rotate_copytruncate, rotate_rename
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def never_quiet(settings):  # type: ignore[no-untyped-def]
+    """These tests are about the last record waiting for the next line: however slow the machine,
+    no file here stays unchanged long enough to be quiet (tests/ingest/test_quiet_tail.py)."""
+    settings.INGEST_SETTLE_SECONDS = 3600
+
+
 def events_of(server: str) -> Counter[tuple[object, ...]]:
     """Every event of a server, as what it says (not where it was read)."""
     rows = Event.objects.filter(server=server).values_list(
