@@ -66,11 +66,14 @@ class FileHints:
     """What a parser may need to know about the file beyond its bytes."""
 
     mtime_year: int
+    # The time the file before it (of a rotated set) printed last: a general log reopened in the
+    # same second prints no time on its first records (server local time, naive).
+    last_time: datetime | None = None
 
 
 # --format name -> parser of the file's lines, with what else it may need to know.
 PARSERS: dict[str, Callable[[Iterable[bytes], FileHints], Iterator[Item]]] = {
-    "general-log": lambda lines, hints: parse_general_log(lines),
+    "general-log": lambda lines, hints: parse_general_log(lines, last_time=hints.last_time),
     "mariadb-audit": _server_audit,
     "json-audit": lambda lines, hints: parse_json_audit(lines),
     "xml-audit": lambda lines, hints: parse_xml_audit(lines),
@@ -281,7 +284,10 @@ def ingest_file(
     tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
     tracker.file = source_file.pk  # Connects read from here on were read in this file
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=run.pk)
-    hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year)
+    carried = None
+    if tracker.last_time is not None:  # a file before this one of the same set was read
+        carried = tracker.last_time.astimezone(ZoneInfo(source.timezone)).replace(tzinfo=None)
+    hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year, last_time=carried)
     gaps = gap_finder or GapFinder()
 
     def parse() -> Iterator[tuple[object, ...]]:

@@ -100,3 +100,24 @@ def test_an_undecided_reopening_is_inferred_and_the_other_logs_corroborate_it(tm
     assert proof.evidence == gap
     assert proof.corroboration is not None and proof.corroboration.startswith("corroborated:")
     assert "name mallory@127.0.0.1 on connection 5" in proof.corroboration
+
+
+def test_a_rotated_pair_read_by_one_command_carries_the_time_and_the_accounts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """logrotate's flush reopens the general log in the same second: the new file's first records
+    print no time and belong to connections whose logins are in the older file."""
+    import io
+
+    from django.core.management import call_command
+
+    older, newer = SCENE / "mariadb-10.11.19-general.log.1", SCENE / "mariadb-10.11.19-general.log"
+    call_command("ingest", str(older), str(newer), server="rot", timezone="UTC", stdout=io.StringIO())
+    first = Event.objects.filter(server="rot", source_file__path=str(newer)).exclude(command="Server start")
+    flush = first.order_by("line").first()
+    assert flush is not None and flush.sql == "flush local slow logs"
+    last_older = Event.objects.filter(server="rot", source_file__path=str(older)).order_by("-line").first()
+    assert last_older is not None and flush.occurred_at == last_older.occurred_at  # the time went on
+    assert (flush.user, flush.attribution) == ("root", "connect_earlier_file")
+    assert not Event.objects.filter(server="rot", flags__contains=["time_unknown"]).exists()
+    gap = Gap.objects.get(server="rot", source_file__path=str(newer), line=1)
+    assert gap.reason == "log_reopened" and "prints no time" in gap.detail
+    assert "flushed the logs" in gap.detail
