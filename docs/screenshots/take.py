@@ -27,11 +27,6 @@ OUT = Path(__file__).resolve().parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]  # fmt: skip
-# As ./dev demo ingests them (auditweb/devstack.py): each kind of log under its own server label.
-SAMPLES = {
-    "tests/fixtures/genlog/*.log": "demo-general-log",
-    "tests/fixtures/server_audit/*.log": "demo-server-audit",
-}
 USERNAME, PASSWORD = "screenshots", "screenshots-password-1"
 
 
@@ -40,8 +35,11 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
     env = dict(os.environ, DEBUG="false", SECRET_KEY=os.environ.get("SECRET_KEY", "screenshots"))
     manage = [sys.executable, str(REPO / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=REPO)
-    for pattern, server in SAMPLES.items():
-        files = sorted(str(p) for p in REPO.glob(pattern))
+    sys.path.insert(0, str(REPO))
+    from auditweb.devstack import SAMPLE_LOGS, oldest_first  # as ./dev demo ingests them
+
+    for pattern, server in SAMPLE_LOGS.items():
+        files = oldest_first([str(p) for p in REPO.glob(pattern)])
         subprocess.run([*manage, "ingest", *files, "--server", server], env=env, check=True, cwd=REPO,
                        stdout=subprocess.DEVNULL)  # fmt: skip
     make_login = (
@@ -116,6 +114,17 @@ def take(url: str, username: str, password: str) -> list[Path]:
         shot("table-history")
         page.goto(f"{url}/sources/")
         shot("sources")
+        # Attribution provenance: bob's DELETE after logrotate's flush, known from his login in the
+        # rotated file; and a connection split into two sessions by a change of user.
+        page.goto(f"{url}/events/?server=demo-rotated-general-log&q=WHERE+id+%3D+7")
+        page.locator("#event-table tr", has_text="DELETE FROM orders").first.locator("td.time a").click()
+        page.wait_for_url("**/events/*/")
+        page.locator("#attribution").scroll_into_view_if_needed()
+        shot("attribution")
+        page.goto(f"{url}/sessions/?server=demo-rotated-general-log&connection_id=9&user=bob")
+        page.locator("td.time a").first.click()
+        page.wait_for_url("**/sessions/*/")
+        shot("session-change-of-user")
         # A case: bob's DELETE pinned from the explorer into a new case, and its PDF report made.
         page.goto(f"{url}/events/?user=bob&destructive=true&table=shop.orders")
         row = page.locator("#event-table tr", has_text="DELETE FROM orders").first

@@ -25,7 +25,7 @@ PREPARE's statement string. The caller must not share those by key.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from sqlglot import exp
@@ -954,19 +954,23 @@ def _top_level_split(body: str) -> list[str]:
     return parts
 
 
-def _log_flags(assignments: list[str]) -> tuple[set[str], bool]:
-    """anti_forensic when an assignment blinds a log; sensitive when a watched variable is set."""
-    flags: set[str] = set()
-    sensitive = False
+def _variables(assignments: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """(variable name in lower case, value unquoted in upper case) of each `name = value` of a SET."""
     for assignment in assignments:
         m = _ASSIGNMENT_RE.match(assignment)
         if not m:
             continue
-        name = m.group("name").replace("`", "").lower()
         value = m.group("value")
         if value[:1] in ("'", '"'):
             value = unquote_string(value)
-        value = value.strip().upper()
+        yield m.group("name").replace("`", "").lower(), value.strip().upper()
+
+
+def _log_flags(assignments: list[str]) -> tuple[set[str], bool]:
+    """anti_forensic when an assignment blinds a log; sensitive when a watched variable is set."""
+    flags: set[str] = set()
+    sensitive = False
+    for name, value in _variables(assignments):
         if name in _LOG_OFF_VALUES:
             sensitive = True
             if value in _LOG_OFF_VALUES[name]:
@@ -1015,15 +1019,7 @@ def log_switches(text: str) -> tuple[tuple[str, bool], ...]:
     if head is None or bare[head.end() :][:9].upper() == "STATEMENT":
         return ()
     found: list[tuple[str, bool]] = []
-    for assignment in _top_level_split(bare[head.end() :]):
-        m = _ASSIGNMENT_RE.match(assignment)
-        if not m:
-            continue
-        name = m.group("name").replace("`", "").lower()
-        value = m.group("value")
-        if value[:1] in ("'", '"'):
-            value = unquote_string(value)
-        value = value.strip().upper()
+    for name, value in _variables(_top_level_split(bare[head.end() :])):
         if name == "log_output":
             found.append((name, "NONE" not in {v.strip() for v in value.split(",")}))
         elif value in _LOG_OFF_VALUES.get(name, ()):
