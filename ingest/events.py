@@ -51,8 +51,9 @@ class SessionInfo:
     stale: tuple[str | None, str | None] | None = None
     # The Connect or Change user record that named the account: (time as ISO text, record hash).
     opened: tuple[str | None, bytes] | None = None
-    # Right after a Change user: the session it ended, back in force if the change is refused.
-    replaced: SessionInfo | None = None
+    # A Change user logged and not yet known to have taken (a refusal follows it): whom it names
+    # (user, host, ip, database), when, in which file, and its record's identity.
+    change: dict[str, Any] | None = None
     # Audit logs that number statements (normalize.SessionTracker._query_ids): the highest query
     # id seen, the records since the last statement as (query id, record hash, time), the definer
     # a table record of a query id named, and (query id, database, table) of table records.

@@ -86,7 +86,7 @@ def _session_state(s: SessionInfo) -> dict[str, Any]:
         "previous": s.previous,
         "stale": list(s.stale) if s.stale else None,
         "opened": [s.opened[0], s.opened[1].hex()] if s.opened else None,
-        "replaced": _session_state(s.replaced) if s.replaced else None,
+        "change": dict(s.change) if s.change else None,
         "last_qid": s.last_qid,
         "body": [[q, h.hex(), t.isoformat() if t else None] for q, h, t in s.body],
         "qid_definer": list(s.qid_definer) if s.qid_definer else None,
@@ -106,7 +106,7 @@ def _when(text: str | None) -> datetime | None:
 def _session_from(server: str, c: dict[str, Any]) -> SessionInfo:
     """The session `c` describes (see _session_state)."""
     started = datetime.fromisoformat(c["started_at"]) if c["started_at"] else None
-    opened, stale, replaced = c.get("opened"), c.get("stale"), c.get("replaced")
+    opened, stale = c.get("opened"), c.get("stale")
     return SessionInfo(
         key=c["key"],
         server=server,
@@ -127,7 +127,7 @@ def _session_from(server: str, c: dict[str, Any]) -> SessionInfo:
         previous=c.get("previous"),
         stale=(stale[0], stale[1]) if stale else None,
         opened=(opened[0], bytes.fromhex(opened[1])) if opened else None,
-        replaced=_session_from(server, replaced) if replaced else None,
+        change=dict(c["change"]) if c.get("change") else None,
         last_qid=c.get("last_qid", 0),
         body=[
             (q, bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for q, h, t in c.get("body", [])
@@ -462,41 +462,37 @@ class SessionTracker:
         self.connections.pop(cid, None)
         self.max_connect_id = max(self.max_connect_id, cid or 0)
 
-    def _change_user(self, record: LogRecord, when: datetime | None) -> SessionInfo:
-        """A change of user ends the connection's session and starts the next one (linked). The
-        old one is kept aside until the next record: a refusal ("Access denied") brings it back."""
-        old = self._session(record.connection_id, when)
+    def _change_user(self, old: SessionInfo) -> SessionInfo:
+        """The change of user `old` logged last took effect: its session ends and the next one
+        (linked) begins, as the change named it, at the change's time."""
+        change = old.change
+        assert change is not None
+        old.change = None
+        when = _when(change["when"])
         old.ended_at = when
+        user = change["user"]
         new = SessionInfo(
-            key=self._key(record.connection_id, old.run + 1),
+            key=self._key(old.connection_id, old.run + 1),
             server=self.server,
             boot=old.boot,
-            connection_id=record.connection_id,
+            connection_id=old.connection_id,
+            user=user,
+            host=change["host"],
+            ip=change["ip"],
+            database=change["database"],
             program=old.program,
             os_user=old.os_user,
             started_at=when,
+            attributed=user is not None,
+            attribution="connect" if user is not None else "unattributed",
+            connect_file=change["file"],
             run=old.run + 1,
             previous=old.key,
-            # The open transaction is rolled back by the change (classify_events flags it).
-            pending=old.pending,
-            explicit=old.explicit,
             stale=(old.user, old.host) if old.attributed else None,
-            replaced=old,
+            opened=(change["opened"][0], bytes.fromhex(change["opened"][1])),
         )
-        self.connections[record.connection_id] = new
+        self.connections[old.connection_id] = new
         return new
-
-    def _refused_change(self, session: SessionInfo) -> None:
-        """The server refused the change of user just logged: the connection goes on as before."""
-        old = session.replaced
-        assert old is not None
-        old.ended_at = None
-        old.pending, old.explicit = session.pending, session.explicit
-        session.pending, session.replaced = [], None
-        # The attempt named who it tried to become: that account never ran anything here.
-        session.user = session.host = session.ip = None
-        session.attributed, session.attribution = False, "unattributed"
-        self.connections[session.connection_id] = old
 
     def _event(self, record: LogRecord, when: datetime | None) -> Event:
         command = record.command
@@ -506,37 +502,31 @@ class SessionTracker:
             self.max_id = cid
         if command == "Connect" and not failed:
             self._connect(record, when)
-        if command == "Change user" and not failed:
-            session = self._change_user(record, when)
-        else:
-            session = self._session(cid, when)
+        session = self._session(cid, when)
+        refused_change = False
+        if session.change is not None:
+            # The record after a Change user tells whether it took: an "Access denied" there (the
+            # general log and the table write the attempt first) means the server refused it and
+            # the connection goes on as before; anything else, that it took.
+            if command == "Connect" and failed:
+                session.change, refused_change = None, True
+            else:
+                session = self._change_user(session)
         flags: set[str] = set()
         opens = False
-        if command in ("Connect", "Change user") and not failed:
+        changing = command == "Change user" and not failed
+        if command == "Connect" and not failed:
             if record.user is not None:
                 session.user, session.host, session.ip = record.user, record.host, record.ip
                 session.database = record.database or None
                 session.attributed, session.attribution = True, "connect"
                 session.connect_file, session.carried = self.file, False
                 opens = True
-            else:
-                # The log says who changed but not to whom (MariaDB 10.11's server_audit writes
-                # CHANGEUSER with empty fields): unknown until a record names the new account.
-                session.user = session.host = session.ip = None
-                session.attributed, session.attribution = False, "unattributed"
-            if command == "Connect":
-                session.started_at = when
-        elif command == "Connect" and failed:
-            if session.replaced is not None:
-                # "Access denied" right after a Change user: the change was refused (the general
-                # log and the table write the attempt first). The attempt keeps this record.
-                self._refused_change(session)
-            else:
-                # A refused login owns nothing: what runs under this id later is the next login's.
-                session.user = session.host = session.ip = None
-                session.attributed, session.attribution, session.carried = False, "unattributed", False
-        elif command != "Change user":
-            session.replaced = None
+            session.started_at = when
+        elif command == "Connect" and failed and not refused_change:
+            # A refused login owns nothing: what runs under this id later is the next login's.
+            session.user = session.host = session.ip = None
+            session.attributed, session.attribution, session.carried = False, "unattributed", False
         stale = False
         definer = None
         if record.user is not None and not failed and command not in ("Connect", "Change user"):
@@ -567,7 +557,13 @@ class SessionTracker:
         # refused login names who tried. After a change of user the session's database is believed.
         database = record.database or session.database
         own = record.user is not None and (record.user, record.host) == (session.user, session.host)
-        if record.user is not None and not stale and (session.stale is None or failed or opens or own):
+        if changing:
+            # The change names the account it changes to (nobody, in 10.11's server_audit).
+            user, host, ip = record.user, record.host, record.ip
+            attribution = "record" if record.user is not None else "unattributed"
+            if record.user is None:
+                flags.add("unattributed")
+        elif record.user is not None and not stale and (session.stale is None or failed or opens or own):
             user, host, ip = record.user, record.host, record.ip
             attribution = "record"
         else:
@@ -612,6 +608,16 @@ class SessionTracker:
         )
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
+        if changing:
+            session.change = {
+                "user": record.user,
+                "host": record.host,
+                "ip": record.ip,
+                "database": record.database or None,
+                "when": when.isoformat() if when else None,
+                "file": self.file,
+                "opened": [when.isoformat() if when else None, event.record_hash().hex()],
+            }
         qid = record.extra.get("query_id")
         if qid is not None and qid.isdigit() and not failed:
             self._query_ids(session, event, int(qid))

@@ -22,7 +22,9 @@ def test_a_change_of_user_ends_alices_session_and_starts_bobs(ingest_bytes, api_
     update = Event.objects.get(server="demo", connection_id=103, command="Execute", statement_type="UPDATE")
     assert (update.user, update.session_id, update.attribution) == ("alice", alice.pk, "connect")
     change = Event.objects.get(server="demo", connection_id=103, command="Change user")
-    assert (change.user, change.session_id, change.attribution) == ("bob", bob.pk, "record")
+    # The change itself is the last record of alice's session; bob's begins with it.
+    assert (change.user, change.session_id, change.attribution) == ("bob", alice.pk, "record")
+    assert (bob.opened_time, bytes(bob.opened_hash)) == (change.occurred_at, bytes(change.record_hash))
     after = Event.objects.filter(session=bob, command="Query")
     assert after.count() == 2 and {e.user for e in after} == {"bob"}
     # The sessions API finds each account's run on the connection.
