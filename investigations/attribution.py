@@ -35,6 +35,7 @@ class Proof:
     # For inferred_reopen: what the other logs of the same server say of the connection across
     # the reopening (they may name the same account on both sides, or another one).
     corroboration: str | None = None
+    call: Event | None = None  # for a statement run inside a routine (in_routine): the CALL
 
 
 def attribution_proof(event: Event) -> Proof:
@@ -60,7 +61,15 @@ def attribution_proof(event: Event) -> Proof:
     previous = Session.objects.filter(pk=session.previous_id).first() if session.previous_id else None
     explained = EXPLAINED.get(kind or "", "not recorded: the event was stored before AuditWeb recorded it")
     corroboration = _other_logs(event, evidence) if evidence is not None else None
-    return Proof(kind, explained, opened_by, evidence, previous, corroboration)
+    call = None
+    if "in_routine" in event.flags:
+        # server_audit logs a CALL after the statements its body ran: the session's next CALL.
+        call = (
+            Event.objects.filter(session_id=event.session_id, statement_type="CALL", id__gt=event.pk)
+            .order_by("id")
+            .first()
+        )
+    return Proof(kind, explained, opened_by, evidence, previous, corroboration, call)
 
 
 def _other_logs(event: Event, banner: Gap) -> str | None:

@@ -40,7 +40,8 @@ STATEMENT_TYPE = re.compile(STATEMENT_TYPE_PATTERN.strip("^$"))
 # Flags the pipeline sets (README "Flags on events"), offered by the explorer's form.
 FLAGS = [
     "anti_forensic", "privilege_change", "no_where", "rolled_back", "failed", "unattributed",
-    "multi_table", "multi_statement", "routine", "prepared", "unparsed", "time_unknown", "sql_truncated",
+    "multi_table", "multi_statement", "routine", "in_routine", "prepared", "unparsed", "time_unknown",
+    "sql_truncated", "continued_after_quiet",
 ]  # fmt: skip
 
 

@@ -212,6 +212,9 @@ class AttributionProofSerializer(serializers.Serializer):
         allow_null=True,
         help_text="For inferred_reopen: what the server's other logs say of the connection across it",
     )
+    call = serializers.IntegerField(
+        allow_null=True, help_text="For a statement run inside a routine (in_routine): the CALL's event id"
+    )
 
 
 class EventDetailSerializer(EventSerializer):
@@ -242,6 +245,7 @@ class EventDetailSerializer(EventSerializer):
             "evidence": proof.evidence.detail if proof.evidence is not None else None,
             "previous_session": proof.previous.pk if proof.previous is not None else None,
             "corroboration": proof.corroboration,
+            "call": proof.call.pk if proof.call is not None else None,
         }
 
     def get_raw(self, event: Event) -> str:

@@ -123,3 +123,20 @@ def test_a_rotated_pair_read_by_one_command_carries_the_time_and_the_accounts(tm
     gap = Gap.objects.get(server="rot", source_file__path=str(newer), line=1)
     assert gap.reason == "log_reopened" and "prints no time" in gap.detail
     assert "flushed the logs" in gap.detail
+
+
+def test_a_statement_run_inside_a_definer_routine_links_to_its_call(tmp_path, api_client) -> None:  # type: ignore[no-untyped-def]
+    import io
+
+    from django.core.management import call_command
+
+    audit = [SCENE / "mariadb-10.11.19-server_audit.log.1", SCENE / "mariadb-10.11.19-server_audit.log"]
+    call_command("ingest", *map(str, audit), server="aud", stdout=io.StringIO())
+    body = Event.objects.get(server="aud", command="Query", flags__contains=["in_routine"])
+    assert body.sql == "DELETE FROM shop.orders WHERE status = 'cancelled'"
+    assert (body.user, body.definer) == ("carol", "dave@localhost")
+    proof = attribution_proof(body)
+    assert proof.call is not None and proof.call.sql == "CALL purge_cancelled()"
+    assert (proof.call.user, proof.call.definer) == ("carol", "dave@localhost")
+    detail = api_client.get(f"/api/v1/events/{body.pk}/").json()
+    assert detail["attribution_proof"]["call"] == proof.call.pk and detail["definer"] == "dave@localhost"
