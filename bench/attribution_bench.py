@@ -1,7 +1,7 @@
 """Benchmark: what attribution provenance costs the parsing process, against a baseline commit.
 
     .venv/bin/python bench/attribution_bench.py [--log bench/out/slap-general.log] [--base 0101024]
-        [--rounds 5]
+        [--rounds 5] [--queries 200000]
 
 Makes the benchmark log first when it is missing (bench/genlog_bench.py's mariadb-slap log, 200,000
 queries against the local MariaDB). Checks the baseline commit out into a scratch work tree, then
@@ -70,12 +70,15 @@ def main() -> int:
     parser.add_argument("--log", type=Path, default=OUT / "slap-general.log")
     parser.add_argument("--base", default="0101024", help="the commit before attribution provenance")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--queries", type=int, default=200_000, help="of the mariadb-slap load, without --log"
+    )
     args = parser.parse_args()
     if not args.log.exists():
         sys.path.insert(0, str(REPO / "bench"))
         import genlog_bench
 
-        args.log = genlog_bench.make_log(200_000, 50)
+        args.log = genlog_bench.make_log(args.queries, 50)
     with tempfile.TemporaryDirectory(prefix="auditweb-base-") as scratch:
         base = Path(scratch) / "base"
         subprocess.run(["git", "worktree", "add", "--detach", str(base), args.base], cwd=REPO, check=True)

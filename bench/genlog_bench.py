@@ -54,6 +54,7 @@ def make_log(queries: int, concurrency: int) -> Path:
     # too: hold their lock while the log is on (released when this process ends).
     lock = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(lock, fcntl.LOCK_EX)
+    before = mariadb("SELECT @@general_log_file").split()[-1]
     mariadb(f"SET GLOBAL general_log_file = '{target}'; SET GLOBAL general_log = ON")
     try:
         subprocess.run(
@@ -62,7 +63,7 @@ def make_log(queries: int, concurrency: int) -> Path:
             check=True, capture_output=True,
         )  # fmt: skip
     finally:
-        mariadb("SET GLOBAL general_log = OFF")
+        mariadb(f"SET GLOBAL general_log = OFF; SET GLOBAL general_log_file = '{before}'")
         os.close(lock)
     copy = OUT / "slap-general.log"
     shutil.copyfile(target, copy)

@@ -140,3 +140,31 @@ def test_a_statement_run_inside_a_definer_routine_links_to_its_call(tmp_path, ap
     assert (proof.call.user, proof.call.definer) == ("carol", "dave@localhost")
     detail = api_client.get(f"/api/v1/events/{body.pk}/").json()
     assert detail["attribution_proof"]["call"] == proof.call.pk and detail["definer"] == "dave@localhost"
+
+
+def test_a_followed_source_keeps_accounts_across_logrotate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The scene's general log followed as a server writes it: its first part polled as
+    general.log, then renamed to general.log.1 by logrotate while the new general.log begins
+    (with the flush's banner): the connections open across it keep their accounts."""
+    import os
+
+    from ingest.models import Source
+    from ingest.pipeline import ingest_source
+
+    log = tmp_path / "general.log"
+    log.write_bytes((SCENE / "mariadb-10.11.19-general.log.1").read_bytes())
+    source = Source.objects.create(
+        name="followed", kind=Source.Kind.FILE, path=str(log) + "*", server="fol", format="general-log"
+    )
+    ingest_source(source.pk)
+    os.rename(log, tmp_path / "general.log.1")
+    log.write_bytes((SCENE / "mariadb-10.11.19-general.log").read_bytes())
+    ingest_source(source.pk)
+    ingest_source(source.pk)
+    delete = Event.objects.get(server="fol", sql="DELETE FROM orders WHERE id = 7")
+    assert (delete.user, delete.connection_id, delete.attribution) == ("bob", 7, "connect_earlier_file")
+    proof = attribution_proof(delete)
+    assert proof.opened_by is not None and proof.opened_by.source_file.path.endswith("general.log")
+    assert proof.opened_by.line == 20
+    assert Gap.objects.get(server="fol", reason="log_reopened").line == 1
+    assert not Event.objects.filter(server="fol", flags__contains=["time_unknown"]).exists()
