@@ -66,6 +66,7 @@ def make_log(queries: int, concurrency: int) -> Path:
         mariadb(f"SET GLOBAL general_log = OFF; SET GLOBAL general_log_file = '{before}'")
         os.close(lock)
     copy = OUT / "slap-general.log"
+    OUT.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(target, copy)
     return copy
 

@@ -62,6 +62,7 @@ ID_ORDER_SLACK = 8
 # Commands that reopen the log they are written in (FLUSH LOGS, logrotate's postrotate).
 _FLUSH_LOGS = re.compile(r"^\s*FLUSH\b.*\bLOGS\b", re.IGNORECASE | re.DOTALL)
 # How those statements and the ones that switch logging off begin (a cheap test before the regexes).
+_BLANK = frozenset(" \t\r\n")
 _REOPENER_HEADS = frozenset({"FLUSH", "SET G", "SET @", "SET L", "SET S", "UNINS", "SHUTD"})
 
 
@@ -287,6 +288,12 @@ class SessionTracker:
         3. Init DB and USE change the current database *after* their own event.
         """
         for item in items:
+            if type(item) is LogRecord and self._banner is None:  # the common case, first
+                yield self._event(item, self._utc(item.occurred_at))
+                if self._corrections:
+                    yield from self._corrections
+                    self._corrections = []
+                continue
             if isinstance(item, Settle):
                 if self._banner is not None:
                     yield from self._settle(None)
@@ -502,7 +509,8 @@ class SessionTracker:
             self.max_id = cid
         if command == "Connect" and not failed:
             self._connect(record, when)
-        session = self._session(cid, when)
+        session = self.connections.get(cid) or self._session(cid, when)
+        extra = record.extra
         refused_change = False
         if session.change is not None:
             # The record after a Change user tells whether it took: an "Access denied" there (the
@@ -515,7 +523,9 @@ class SessionTracker:
         flags: set[str] = set()
         opens = False
         changing = command == "Change user" and not failed
-        if command == "Connect" and not failed:
+        if command != "Connect":
+            pass
+        elif not failed:
             if record.user is not None:
                 session.user, session.host, session.ip = record.user, record.host, record.ip
                 session.database = record.database or None
@@ -523,7 +533,7 @@ class SessionTracker:
                 session.connect_file, session.carried = self.file, False
                 opens = True
             session.started_at = when
-        elif command == "Connect" and failed and not refused_change:
+        elif not refused_change:
             # A refused login owns nothing: what runs under this id later is the next login's.
             session.user = session.host = session.ip = None
             session.attributed, session.attribution, session.carried = False, "unattributed", False
@@ -547,23 +557,31 @@ class SessionTracker:
                 # DEFINER routine (or view), its definer. The caller is still the actor.
                 definer = f"{record.user}@{record.host or ''}"
                 stale = True
-        if not failed:
+        if extra and not failed:
             # The client's details, where the format gives them (audit logs' connection attributes).
-            session.program = session.program or record.extra.get("program_name")
-            session.os_user = session.os_user or record.extra.get("os_user") or record.extra.get("os_login")
+            session.program = session.program or extra.get("program_name")
+            session.os_user = session.os_user or extra.get("os_user") or extra.get("os_login")
         # Who ran this record: its own account where the format names one on every record (audit
         # logs, table rows), unless it is the account before a change of user that a format goes
         # on naming (server_audit's QUERY records) or a routine's definer; else its session's. A
         # refused login names who tried. After a change of user the session's database is believed.
         database = record.database or session.database
-        own = record.user is not None and (record.user, record.host) == (session.user, session.host)
         if changing:
             # The change names the account it changes to (nobody, in 10.11's server_audit).
             user, host, ip = record.user, record.host, record.ip
             attribution = "record" if record.user is not None else "unattributed"
             if record.user is None:
                 flags.add("unattributed")
-        elif record.user is not None and not stale and (session.stale is None or failed or opens or own):
+        elif (
+            record.user is not None
+            and not stale
+            and (
+                session.stale is None
+                or failed
+                or opens
+                or (record.user, record.host) == (session.user, session.host)
+            )
+        ):
             user, host, ip = record.user, record.host, record.ip
             attribution = "record"
         else:
@@ -604,7 +622,7 @@ class SessionTracker:
             status=record.status,
             attribution=attribution,
             definer=definer,
-            counter=record_counter(record),
+            counter=record_counter(record) if extra else None,
         )
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
@@ -618,7 +636,7 @@ class SessionTracker:
                 "file": self.file,
                 "opened": [when.isoformat() if when else None, event.record_hash().hex()],
             }
-        qid = record.extra.get("query_id")
+        qid = extra.get("query_id") if extra else None
         if qid is not None and qid.isdigit() and not failed:
             self._query_ids(session, event, int(qid))
         if command == "Init DB":
@@ -627,7 +645,8 @@ class SessionTracker:
             new_db = use_database(event.sql)
             if new_db:
                 session.database = new_db
-            head = event.sql[:12].lstrip()[:5].upper()
+            sql = event.sql
+            head = (sql[:5] if sql[:1] not in _BLANK else sql[:12].lstrip()[:5]).upper()
             if head == "SHUTD":
                 self.reopener = [cid, record.line, "asked the server to shut down"]
             elif not failed and head in _REOPENER_HEADS:
@@ -880,6 +899,16 @@ _LOGGING_OFF = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
+
+
+def _may_switch_logging(event: Event) -> bool:
+    """Whether _LOGGING_OFF may find something: only a SET or an UNINSTALL switches a log off, alone
+    or among several statements (a cheap test first: that regex, tried at every character, cost
+    more than the rest of the gap finder)."""
+    flags = event.flags
+    return event.statement_type in _SWITCH_TYPES or "multi_statement" in flags or "unparsed" in flags
+
+
 # Times printed with second precision may repeat; further back than this is a clock jump.
 _BACKWARDS = timedelta(seconds=1)
 
@@ -1147,53 +1176,63 @@ class GapFinder:
         self.reenable.load_state(state.get("switched_off", {}))
 
     def process(self, items: Iterable[Any]) -> Iterator[Any]:
+        switches = _SWITCH_TYPES
         for item in items:
             if not isinstance(item, Event):
                 yield item
                 continue
-            correction = self.reenable.see(item)  # may flag it: before it is passed on
+            # (Each test first where it is cheap: this runs for every event of every log.)
+            correction = self.reenable.see(item) if item.statement_type in switches else None
             yield item
             if correction is not None:
                 yield correction
-            yield from self._see(item)
-            yield from self.counters.see(item)
+            gaps = self._see(item)
+            if gaps:
+                yield from gaps
+            if item.counter is not None:
+                yield from self.counters.see(item)
         yield from self.counters.decide(everything=True)  # the read ended: no late record comes
         if self.off is not None:  # nothing recorded after it in this file
             when, line, offset, sql = self.off
             self.off = None
             yield Gap("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
 
-    def _see(self, event: Event) -> Iterator[Gap]:
+    def _see(self, event: Event) -> list[Gap]:
+        found: list[Gap] = []
         when = event.occurred_at
         new_boot = self.boot is not None and event.session.boot != self.boot
         banner = event.command == "Server start" and event.note
         if self.off is not None:
             off_time, line, offset, sql = self.off
             self.off = None
-            yield Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
+            found.append(
+                Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
+            )
             if banner and not event.note.startswith(REOPEN):
                 # Switched off, then a restart, or a banner nothing decided: the off gap covers the
                 # time, but not that fact, nor the evidence an inferred attribution rests on.
                 verdict, detail = event.note.split("|", 1)
                 reason = "restart" if verdict == RESTART else "log_opened"
-                yield Gap(reason, off_time, when, event.line, event.offset, detail[:1000])
+                found.append(Gap(reason, off_time, when, event.line, event.offset, detail[:1000]))
         elif banner:
             # The tracker weighed what follows the banner: reopen, restart, or neither proven.
             verdict, detail = event.note.split("|", 1)
             reason = {REOPEN: "log_reopened", RESTART: "restart"}.get(verdict, "log_opened")
-            yield Gap(reason, self.last_time, when, event.line, event.offset, detail[:1000])
+            found.append(Gap(reason, self.last_time, when, event.line, event.offset, detail[:1000]))
         elif new_boot and event.command != "Server start":
             detail = "the server restarted: connection ids started over"
-            yield Gap("restart", self.last_time, when, event.line, event.offset, detail)
+            found.append(Gap("restart", self.last_time, when, event.line, event.offset, detail))
         elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
-            yield Gap("time_backwards", self.last_time, when, event.line, event.offset, detail)
+            found.append(Gap("time_backwards", self.last_time, when, event.line, event.offset, detail))
         if (
             event.command in ("Query", "Execute")
             and "failed" not in event.flags
+            and _may_switch_logging(event)
             and _LOGGING_OFF.search(event.sql)
         ):
             self.off = (when, event.line, event.offset, event.sql)
         self.boot = event.session.boot
         if when is not None:
             self.last_time = when
+        return found

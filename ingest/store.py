@@ -206,13 +206,14 @@ class RowFormatter:
             session_id = self._session_ids[e.session.key] = str(session_id_of(e.session.key))
         rows = NULL if e.rows_affected is None else str(e.rows_affected)
         record_hash = e.record_hash(None if when is NULL else when)
+        definer = NULL if e.definer is None else _copy_text(_bounded(e.definer, 300))
         hash_hex = record_hash.hex()
         if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
             self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
         return (
             f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
             f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
-            f"\t{e.attribution or 'unattributed'}\t{_copy_text(_bounded(e.definer, 300))}\n"
+            f"\t{e.attribution or 'unattributed'}\t{definer}\n"
         )
 
     @staticmethod
