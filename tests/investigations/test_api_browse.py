@@ -200,7 +200,7 @@ def test_gaps_are_listed_newest_first_and_filtered_by_window_and_source(viewer_c
     rows = get(viewer_client, "/api/v1/gaps/")["results"]
     assert [(r["reason"], r["started_at"], r["ended_at"]) for r in rows] == [
         ("logging_off", "2026-11-22T08:48:24.000000Z", None),
-        ("log_opened", "2026-11-22T08:48:20.000000Z", "2026-11-22T08:48:22.000000Z"),
+        ("restart", "2026-11-22T08:48:20.000000Z", "2026-11-22T08:48:22.000000Z"),
     ]
     off = Gap.objects.get(reason="logging_off")
     assert rows[0]["source"] == {
@@ -216,10 +216,10 @@ def test_gaps_are_listed_newest_first_and_filtered_by_window_and_source(viewer_c
 
     assert reasons(open="true") == ["logging_off"]
     assert reasons(since="2026-11-22T08:48:23Z") == ["logging_off"]  # the open one reaches the present
-    assert reasons(until="2026-11-22T08:48:21Z") == ["log_opened"]
-    assert reasons(server="shop-db", source=run.source_id) == ["logging_off", "log_opened"]
+    assert reasons(until="2026-11-22T08:48:21Z") == ["restart"]
+    assert reasons(server="shop-db", source=run.source_id) == ["logging_off", "restart"]
     assert reasons(source=run.source_id + 1) == []
-    assert reasons(reason="log_opened") == ["log_opened"]
+    assert reasons(reason="restart") == ["restart"]
     get(viewer_client, "/api/v1/gaps/", {"reason": "bored"}, status=400)
     page = get(viewer_client, "/api/v1/gaps/", {"page_size": 1})
-    assert [r["reason"] for r in get(viewer_client, page["next"])["results"]] == ["log_opened"]
+    assert [r["reason"] for r in get(viewer_client, page["next"])["results"]] == ["restart"]

@@ -35,9 +35,9 @@ def test_the_event_page_shows_every_field_and_links_onwards(investigator_client,
     event = Event.objects.get(statement_type="SELECT")
     html = investigator_client.get(f"/events/{event.pk}/?tz=Europe/Berlin").content.decode()
     labels = re.findall(r"<dt>([^<]+)</dt>", html)
-    assert labels == ["Time", "Server", "Who", "Session", "Client", "Database", "Command", "Statement type",
-                      "Tables", "Destructive", "Flags", "Rows affected", "Outcome", "Fingerprint", "Source",
-                      "Record", "Custody"]  # fmt: skip
+    assert labels == ["Time", "Server", "Who", "How AuditWeb knows who", "Session", "Client", "Database",
+                      "Command", "Statement type", "Tables", "Destructive", "Flags", "Rows affected",
+                      "Outcome", "Fingerprint", "Source", "Record", "Custody"]  # fmt: skip
     assert "2026-01-05 10:00:00.000000 CET" in html and "2026-01-05 09:00:00.000000 UTC" in html
     assert f'href="/sessions/{event.session_id}/"' in html
     assert 'href="/tables/shop.customers/"' in html and 'href="/tables/shop.orders/"' in html
