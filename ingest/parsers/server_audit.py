@@ -737,7 +737,7 @@ def _items(offset: int, line: int, raw: bytes, h: _Header, hosts: _Hosts) -> Ite
                 reason=f"server_audit {op.decode()} record whose fields after the operation cannot be read",
             )
             return
-        if len(database) > _MAX_DATABASE_BYTES or op == b"CHANGEUSER":  # quirk 10
+        if database and (len(database) > _MAX_DATABASE_BYTES or op == b"CHANGEUSER"):  # quirk 10
             extra["database_field"] = _text(database[:_MAX_DATABASE_BYTES])
             database = b""
         command = _CONNECTION_COMMANDS.get(op) or _TABLE_COMMANDS.get(op) or op.decode()
