@@ -41,6 +41,7 @@ STATEMENT_TYPE = re.compile(STATEMENT_TYPE_PATTERN.strip("^$"))
 FLAGS = [
     "anti_forensic", "privilege_change", "no_where", "rolled_back", "failed", "unattributed",
     "multi_table", "multi_statement", "routine", "prepared", "unparsed", "time_unknown", "sql_truncated",
+    "secret_masked",
 ]  # fmt: skip
 
 
