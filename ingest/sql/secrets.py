@@ -34,13 +34,28 @@ MASK = "*****"
 MAX_DEPTH = 3  # literals inside literals re-scanned (each level scans its text once)
 
 # A cheap test before any tokenizing: every clause masked here has one of these words, or is
-# inside a hex or bit literal (which the server reads as a string).
-_TRIGGER = re.compile(r"identified|password|crypt|encode|decode|authentication_string", re.I)
-_TRIGGER_OR_LITERAL = re.compile(
-    r"identified|password|crypt|encode|decode|authentication_string"
-    r"|(?<![\w'])[xXbB]'|(?<![\w.])0[xb]",
-    re.I,
-)
+# inside a hex or bit literal (which the server reads as a string). Plain substring tests on
+# the lower-cased text: a case-insensitive regex alternation costs ~20 µs on a 100-character
+# statement (no literal prefix to scan for), these well under 1 µs.
+_TRIGGER_WORDS = ("identified", "password", "crypt", "encode", "decode", "authentication_string")
+_LITERAL_HEADS = ("x'", "b'", "0x", "0b")
+_LITERAL_START = re.compile(r"(?<![\w'])[xXbB]'|(?<![\w.])0[xb]")
+
+
+def _has_trigger_word(text: str) -> bool:
+    low = text.lower()
+    return any(word in low for word in _TRIGGER_WORDS)
+
+
+def _may_hold_secret(sql: str) -> bool:
+    if _has_trigger_word(sql):
+        return True
+    low = sql.lower()
+    for head in _LITERAL_HEADS:
+        if head in low:
+            return _LITERAL_START.search(sql) is not None
+    return False
+
 
 _TOKEN = re.compile(
     rf"""
@@ -77,13 +92,9 @@ _MAX_FRAMES = 64
 _NONE, _ID, _PLUGIN, _ARMED, _LENIENT, _WAIT_EQ, _RANDOM, _STARS = range(8)
 
 
-def has_trigger(text: str) -> bool:
-    return _TRIGGER.search(text) is not None
-
-
 def mask_secrets(sql: str) -> str:
     """`sql` with every secret it carries replaced by `*****`; `sql` itself when it holds none."""
-    if _TRIGGER_OR_LITERAL.search(sql) is None:
+    if not _may_hold_secret(sql):
         return sql
     masked = _mask(sql, 0)
     return sql if masked == sql else masked
@@ -119,7 +130,7 @@ def _mask(text: str, depth: int) -> str:
         token = m.group()
         start, end = m.span()
         if kind == "comment":
-            if depth < MAX_DEPTH and _TRIGGER.search(token):
+            if depth < MAX_DEPTH and _has_trigger_word(token):
                 inner = _mask_comment(token, depth)
                 if inner != token:
                     replace(start, end, inner)
@@ -264,7 +275,7 @@ def _mask_literal(kind: str, token: str, depth: int) -> str | None:
     """A literal that holds a secret-bearing clause (a statement text to PREPARE, or kept in a
     variable), with the clause masked and quoted again; None when it holds none."""
     if kind == "str":
-        if _TRIGGER.search(token) is None:
+        if not _has_trigger_word(token):
             return None
         quote_at = min(i for i in (token.find("'"), token.find('"')) if i >= 0)
         prefix, literal = token[:quote_at], token[quote_at:]
@@ -284,7 +295,7 @@ def _mask_literal(kind: str, token: str, depth: int) -> str | None:
     except ValueError:
         return None
     value = data.decode("utf-8", "replace")
-    if _TRIGGER.search(value) is None:
+    if not _has_trigger_word(value):
         return None
     masked = _mask(value, depth + 1)
     if masked == value:
