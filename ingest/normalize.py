@@ -21,6 +21,7 @@ from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, log_switches, use_database
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
 from ingest.sql.routines import called_procedure, dropped_procedure, procedure_definition
+from ingest.sql.secrets import mask_secrets, masked_raw, raw_may_hold_secret
 
 # Commands whose argument is a statement the server ran (or prepared).
 STATEMENT_COMMANDS = frozenset({"Query", "Execute", "Prepare"})
@@ -603,6 +604,13 @@ class SessionTracker:
             flags.add("failed")
         if when is None:
             flags.add("time_unknown")
+        # Secrets are masked before anything reads the statement (classifier, tracker, gaps,
+        # store); the raw bytes keep them, sealed for custody and shown to no one but an admin
+        # who reveals them (`secret_masked` says so).
+        sql = decode_sql(record.argument)
+        masked = mask_secrets(sql)
+        if masked is not sql:
+            flags.add("secret_masked")
         event = Event(
             occurred_at=when,
             server=self.server,
@@ -613,7 +621,7 @@ class SessionTracker:
             ip=ip,
             database=database,
             command=command,
-            sql=decode_sql(record.argument),
+            sql=masked,
             raw=record.raw,
             line=record.line,
             offset=record.offset,
@@ -857,8 +865,11 @@ def classify_events(
     routines: dict[str, list[Any]] | None = None,
 ) -> Iterator[Event | Problem | FlagCorrection]:
     """Fill in statement type, tables, destructive and flags from the SQL; follow transactions
-    and say (with a FlagCorrection after the event that decides it) which events were rolled back."""
+    and say (with a FlagCorrection after the event that decides it) which events were rolled back.
+    A problem's excerpt is cut where a secret may begin (secrets.masked_raw)."""
     for item in items:
+        if isinstance(item, Problem) and raw_may_hold_secret(item.raw):
+            item.raw = masked_raw(item.raw)
         if isinstance(item, Event) and item.command.startswith(TABLE_EVENT_PREFIX):
             # A table the server opened for the statement before it: evidence of access,
             # counted once as destructive on the statement, not again on each table.

@@ -26,6 +26,7 @@ class Action(models.TextChoices):
     LOGOUT = "logout", "Logged out"
     SEARCH = "search", "Searched events"
     EVENT_VIEW = "event_view", "Viewed an event"
+    RAW_REVEAL = "raw_reveal", "Revealed an event's raw bytes"
     SESSION_VIEW = "session_view", "Viewed a session"
     EXPORT = "export", "Exported events"
     UPLOAD = "upload", "Uploaded a log file"

@@ -5,12 +5,15 @@ costs the same however deep, and events stored meanwhile never shift the next on
 
 from __future__ import annotations
 
+import base64
+
 from django.db.models import QuerySet
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404
 from django_filters import FilterSet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -41,6 +44,7 @@ from investigations.query import (
     session_context,
     statement_counts,
 )
+from investigations.raw import reason_error, reveal_raw
 from investigations.roles import Role, role_permission
 from investigations.serializers import (
     EventDetailSerializer,
@@ -131,6 +135,48 @@ def event_detail(request: Request, event_id: int) -> Response:
     context = {"session": event.session, "before": before, "after": after}
     proof = attribution_proof(event)
     return Response(EventDetailSerializer(event, context={"session_context": context, "proof": proof}).data)
+
+
+class RevealSerializer(serializers.Serializer):
+    reason = serializers.CharField(help_text="Why the raw bytes are needed; recorded in the audit trail")
+
+
+class RevealedSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    raw = serializers.CharField(help_text="The record's exact bytes as read from the log, base64")
+    record_hash = serializers.CharField(help_text="The record hash that seals them (hex)")
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "event_id", int, OpenApiParameter.PATH, description="The event's `id`", examples=[_ID_EXAMPLE]
+        )
+    ],
+    request=RevealSerializer,
+    responses={200: RevealedSerializer, 400: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT},
+    summary="Reveal one event's raw bytes (admins)",
+    description=(
+        "The exact raw bytes of one event, including those withheld because they hold a password or "
+        "key (`raw_withheld`). Admins only; the reason is required and recorded in the audit trail "
+        "with the event."
+    ),
+)
+@api_view(["POST"])
+@permission_classes([role_permission(Role.ADMIN)])
+def event_reveal(request: Request, event_id: int) -> Response:
+    event = get_object_or_404(Event.objects.only("id", "server", "flags", "raw", "record_hash"), pk=event_id)
+    reason = request.data.get("reason") if hasattr(request.data, "get") else None
+    error = reason_error(reason)
+    if error is not None:
+        raise ValidationError({"reason": error})
+    raw = reveal_raw(request, event, reason)
+    body = {
+        "id": event.pk,
+        "raw": base64.b64encode(raw).decode("ascii"),
+        "record_hash": bytes(event.record_hash).hex(),
+    }
+    return Response(body, headers={"Cache-Control": "no-store"})
 
 
 def _with_counts(sessions: list[Session]) -> list[Session]:

@@ -41,7 +41,7 @@ STATEMENT_TYPE = re.compile(STATEMENT_TYPE_PATTERN.strip("^$"))
 FLAGS = [
     "anti_forensic", "privilege_change", "no_where", "rolled_back", "failed", "unattributed",
     "multi_table", "multi_statement", "routine", "in_routine", "prepared", "unparsed", "time_unknown",
-    "sql_truncated", "continued_after_quiet",
+    "sql_truncated", "continued_after_quiet", "secret_masked",
 ]  # fmt: skip
 
 

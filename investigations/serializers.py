@@ -12,6 +12,7 @@ from rest_framework import serializers
 from ingest.alerts import alert_cursor
 from ingest.models import Alert, Event, Gap, Session
 from investigations.models import TableSeen
+from investigations.raw import raw_withheld, shown_raw
 
 
 class SourcePositionSerializer(serializers.Serializer):
@@ -219,11 +220,20 @@ class AttributionProofSerializer(serializers.Serializer):
 
 class EventDetailSerializer(EventSerializer):
     raw = serializers.SerializerMethodField()
+    raw_withheld = serializers.SerializerMethodField()
+    raw_masked = serializers.SerializerMethodField()
     context = serializers.SerializerMethodField()
     attribution_proof = serializers.SerializerMethodField()
 
     class Meta(EventSerializer.Meta):
-        fields = [*EventSerializer.Meta.fields, "raw", "context", "attribution_proof"]
+        fields = [
+            *EventSerializer.Meta.fields,
+            "raw",
+            "raw_withheld",
+            "raw_masked",
+            "context",
+            "attribution_proof",
+        ]
 
     @extend_schema_field(AttributionProofSerializer)
     def get_attribution_proof(self, event: Event) -> dict:
@@ -248,9 +258,23 @@ class EventDetailSerializer(EventSerializer):
             "call": proof.call.pk if proof.call is not None else None,
         }
 
-    def get_raw(self, event: Event) -> str:
-        """The record's bytes exactly as read from the log, base64 (they may hold any byte)."""
+    def get_raw(self, event: Event) -> str | None:
+        """The record's bytes exactly as read from the log, base64 (they may hold any byte); null
+        when they hold a password or key (`raw_withheld`): an admin reveals them with
+        POST /api/v1/events/<id>/reveal/."""
+        if raw_withheld(event):
+            return None
         return base64.b64encode(bytes(event.raw)).decode("ascii")
+
+    def get_raw_withheld(self, event: Event) -> bool:
+        """True when the raw bytes hold a secret (flag secret_masked): `raw` is null, `raw_masked` set."""
+        return raw_withheld(event)
+
+    def get_raw_masked(self, event: Event) -> str | None:
+        """For a withheld record: its raw bytes cut where the secret may begin, base64; else null."""
+        if not raw_withheld(event):
+            return None
+        return base64.b64encode(shown_raw(event)).decode("ascii")
 
     @extend_schema_field(EventContextSerializer)
     def get_context(self, event: Event) -> dict:

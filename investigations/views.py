@@ -10,7 +10,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from ingest.custody import link_of_event
@@ -34,6 +34,7 @@ from investigations.query import (
     time_limit,
     timeline,
 )
+from investigations.raw import raw_withheld, reason_error, reveal_raw, shown_raw
 from investigations.roles import Role, role_required
 
 PAGE_SIZE = 50
@@ -272,14 +273,45 @@ def event_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(Role.VIEWER)
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
-    event = get_object_or_404(
+    event = _event_for_page(event_id)
+    audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
+    return render(request, "investigations/event_detail.html", _event_context(event))
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def event_reveal(request: HttpRequest, event_id: int) -> HttpResponse:
+    """An admin's reveal of one event's exact raw bytes, with a reason the audit trail records.
+    The page shows them once, in this answer (never cached); nothing else changes."""
+    event = _event_for_page(event_id)
+    reason = request.POST.get("reason", "")
+    context = _event_context(event)
+    error = reason_error(reason)
+    if error is not None:
+        context.update(reveal_error=error, reveal_reason=reason[:1000])
+        return render(request, "investigations/event_detail.html", context, status=400)
+    context.update(
+        revealed=True, revealed_raw=reveal_raw(request, event, reason), reveal_reason=reason.strip()
+    )
+    response = render(request, "investigations/event_detail.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _event_for_page(event_id: int) -> Event:
+    return get_object_or_404(
         Event.objects.select_related("session", "source_file", "ingest_run"), pk=event_id
     )
+
+
+def _event_context(event: Event) -> dict[str, object]:
     before, after = session_context(event, SESSION_CONTEXT)
-    audit.record(request, audit.Action.EVENT_VIEW, event=event.pk, server=event.server)
-    context = {"event": event, "before": before, "after": after, "context_size": SESSION_CONTEXT}
+    context: dict[str, object] = {"event": event, "before": before, "after": after}
+    context["context_size"] = SESSION_CONTEXT
     context["proof"] = attribution_proof(event)
     context["custody"] = link_of_event(
         event_id=event.pk, source_file_id=event.source_file_id, byte_offset=event.byte_offset
     )
-    return render(request, "investigations/event_detail.html", context)
+    context["raw_withheld"] = raw_withheld(event)
+    context["shown_raw"] = shown_raw(event)
+    return context

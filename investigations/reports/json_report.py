@@ -3,7 +3,9 @@ notes, the gaps over its window, and the chain-of-custody manifest (source files
 runs). Written piece by piece, so a large case is never one object in memory.
 
 Times are ISO 8601 in UTC; hashes are lower-case hex; `raw_base64` holds each event's exact log
-bytes (which may be any bytes), `sql` their searchable text."""
+bytes (which may be any bytes), `sql` their searchable text; for a record that held a password or
+key (`raw_withheld`), `raw_base64` is null and `raw_masked_base64` holds its bytes cut before the
+secret."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import IO, Any
 
 import orjson
 
+from investigations.raw import raw_withheld, shown_raw
 from investigations.reports import content
 
 FORMAT_VERSION = 1
@@ -91,7 +94,10 @@ def evidence_entry(item: content.Item) -> dict[str, Any]:
         status=e.status,
         sql=e.sql,
         record_hash=bytes(e.record_hash).hex(),
-        raw_base64=base64.b64encode(bytes(e.raw)).decode(),
+        # A record that holds a password or key: its bytes are withheld, cut before the secret.
+        raw_base64=None if raw_withheld(e) else base64.b64encode(bytes(e.raw)).decode(),
+        raw_withheld=raw_withheld(e),
+        raw_masked_base64=base64.b64encode(shown_raw(e)).decode() if raw_withheld(e) else None,
         ingest_run=e.ingest_run_id,
         source={
             "file_id": e.source_file_id,
