@@ -45,6 +45,7 @@ from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.sources import check_sources_health
 from ingest.store import EventWriter
+from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -197,7 +198,7 @@ def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Prob
                 source_file=source_file,
                 line=p.line,
                 offset=p.offset,
-                reason=p.reason[:500],
+                reason=storable(p.reason)[:500],
                 excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
             )
             for p in problems
@@ -214,7 +215,7 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> Non
                 reason=g.reason,
                 started_at=g.started_at,
                 ended_at=g.ended_at,
-                detail=g.detail[:1000],
+                detail=storable(g.detail)[:1000],
                 source_file=source_file,
                 line=g.line,
                 byte_offset=g.offset,
@@ -316,7 +317,7 @@ def ingest_file(
             raise RuntimeError("the parsing process ended without finishing the file")
     except BaseException as e:
         run.status = IngestRun.Status.FAILED
-        run.error = f"{type(e).__name__}: {e}"[:2000]
+        run.error = storable(f"{type(e).__name__}: {e}")[:2000]
         run.finished_at = timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
         raise
@@ -494,7 +495,7 @@ def ingest_table(
                 progress(run)
     except Exception as e:
         run.status = IngestRun.Status.FAILED
-        run.error = f"{type(e).__name__}: {e}"[:2000]
+        run.error = storable(f"{type(e).__name__}: {e}")[:2000]
         run.finished_at = timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
         raise
@@ -782,7 +783,7 @@ def _end_run(run: IngestRun, error: BaseException | None = None) -> IngestRun:
         run.status = IngestRun.Status.DONE
     else:
         run.status = IngestRun.Status.FAILED
-        run.error = f"{type(error).__name__}: {error}"[:2000]
+        run.error = storable(f"{type(error).__name__}: {error}")[:2000]
     run.save(update_fields=["status", "error", "finished_at"])
     return run
 
@@ -794,7 +795,9 @@ def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
     try:
         conn = connect(source.dsn, password)
     except Exception as e:  # refused, unknown host, bad password: the source's health says so
-        Source.objects.filter(pk=source.pk).update(last_error=f"cannot connect to {source.dsn}: {e}"[:2000])
+        Source.objects.filter(pk=source.pk).update(
+            last_error=storable(f"cannot connect to {source.dsn}: {e}")[:2000]
+        )
         return _end_run(_start_run(source, run, 0), e)
     try:
         run = ingest_table(source, conn, run=_start_run(source, run, 0))
@@ -827,7 +830,7 @@ def _ingest_file_source(
         # New bytes since the last read (its pending record is read again), or a file to finish.
         if r.finish or r.known is None or r.candidate.size != r.known.size
     ]
-    Source.objects.filter(pk=source.pk).update(last_error="; ".join(errors)[:2000])
+    Source.objects.filter(pk=source.pk).update(last_error=storable("; ".join(errors))[:2000])
     if not reads and not plan.vanished:
         if run is not None:
             return _end_run(_start_run(source, run, 0))
@@ -947,7 +950,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     try:
         f, limit = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
-        Source.objects.filter(pk=source.pk).update(last_error=str(e)[:2000])
+        Source.objects.filter(pk=source.pk).update(last_error=storable(str(e))[:2000])
         return
     fmt = followed_format(source, c.head)
     tracker, gaps = parsing_state(source, Source.objects.get(pk=source.pk).checkpoint or {})

@@ -53,6 +53,7 @@ from ingest.pipeline import (
     store_batch,
     tail_messages,
 )
+from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     try:
         f, _ = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
-        Chunk.objects.filter(pk=chunk.pk).update(error=str(e)[:2000])
+        Chunk.objects.filter(pk=chunk.pk).update(error=storable(str(e))[:2000])
         return False
     fmt = followed_format(source, c.head)
     limit = chunk.end_offset - offset
