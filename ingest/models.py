@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from ingest.mysql_table import PASSWORD_ENV_DEFAULT
 from ingest.textsafe import CheckpointDecoder, CheckpointEncoder
 
 
@@ -53,12 +54,14 @@ class Source(models.Model):
     checkpoint = models.JSONField(
         default=dict, blank=True, encoder=CheckpointEncoder, decoder=CheckpointDecoder
     )
-    # A live table's password is never stored: the name of the environment variable holding it.
+    # A live table's password is never stored: the name of the environment variable holding it,
+    # which must start with AUDITWEB_SOURCE_ (ingest.mysql_table.source_password).
     password_env = models.CharField(
         max_length=100,
         blank=True,
-        default="AUDITWEB_MYSQL_PASSWORD",
-        help_text="Environment variable of the worker that holds the database password",
+        default=PASSWORD_ENV_DEFAULT,
+        help_text="Environment variable of the worker that holds the database password "
+        "(its name starts with AUDITWEB_SOURCE_)",
     )
     quiet_seconds = models.PositiveIntegerField(
         default=3600, help_text="Longest the log may stay silent before the source is flagged"

@@ -789,10 +789,10 @@ def _end_run(run: IngestRun, error: BaseException | None = None) -> IngestRun:
 
 
 def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
-    from ingest.mysql_table import connect
+    from ingest.mysql_table import connect, source_password
 
-    password = os.environ.get(source.password_env) if source.password_env else None
     try:
+        password = source_password(source.password_env, os.environ)
         conn = connect(source.dsn, password)
     except Exception as e:  # refused, unknown host, bad password: the source's health says so
         Source.objects.filter(pk=source.pk).update(

@@ -15,6 +15,7 @@ from django import forms
 from django.utils import timezone
 
 from ingest.models import Event, Gap, IngestRun, Source
+from ingest.mysql_table import password_env_problem
 
 
 class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -68,6 +69,13 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
                     "variable named below."
                 )
         return str(dsn)
+
+    def clean_password_env(self) -> str:
+        name = str(self.cleaned_data["password_env"]).strip()
+        problem = password_env_problem(name)
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return name
 
     def clean_interval_seconds(self) -> int:
         value = int(self.cleaned_data["interval_seconds"])
