@@ -260,6 +260,9 @@ INGEST_SPLIT_BYTES = env_int("INGEST_SPLIT_BYTES", 0)
 INGEST_CHUNK_BYTES = env_int("INGEST_CHUNK_BYTES", 64 * 1024 * 1024)
 # A range queued this long ago and not started is queued again (its message may have been lost).
 INGEST_CHUNK_REDISPATCH_SECONDS = env_int("INGEST_CHUNK_REDISPATCH_SECONDS", 600)
+# File sources may read only below these folders (comma-separated): a path, a glob and every file
+# it matches are resolved (symbolic links followed) and must stay inside one (ingest.checkpoints).
+LOG_ROOTS = [Path(root).resolve() for root in env_list("AUDITWEB_LOG_ROOTS", "/var/log")]
 # Uploaded log files: streamed here as they arrive (never held in memory), kept as evidence.
 UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(BASE_DIR / ".devdata" / "uploads")))
 # Case reports (PDF, CSV, JSON) are written here and served only through a role-checked view.
