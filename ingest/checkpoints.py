@@ -205,7 +205,7 @@ def find_candidates(pattern: str, errors: list[str]) -> list[Candidate]:
 def _rotation_number(path: Path) -> int:
     """`general.log.3.gz` -> 3, `general.log` -> 0: breaks ties of equal times (older first)."""
     for part in reversed(path.name.split(".")):
-        if part.isdigit():
+        if part.isascii() and part.isdigit():
             return int(part)
     return 0
 

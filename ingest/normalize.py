@@ -644,7 +644,7 @@ class SessionTracker:
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
         qid = record.extra.get("query_id")
-        if qid is not None and qid.isdigit() and not failed:
+        if qid is not None and qid.isascii() and qid.isdigit() and not failed:
             self._query_ids(session, event, int(qid))
         if command == "Init DB":
             session.database = event.sql.strip() or None
