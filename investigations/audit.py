@@ -26,6 +26,7 @@ class Action(models.TextChoices):
     LOGIN_FAILED = "login_failed", "Login failed"
     LOCKED_OUT = "locked_out", "Login refused: locked out"
     LOGOUT = "logout", "Logged out"
+    PASSWORD_CHANGE = "password_change", "Changed their password"
     SEARCH = "search", "Searched events"
     EVENT_VIEW = "event_view", "Viewed an event"
     SESSION_VIEW = "session_view", "Viewed a session"

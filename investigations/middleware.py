@@ -17,14 +17,20 @@ CSP = (
 
 
 class ContentSecurityPolicyMiddleware:
+    """The policy above on every answer, the API's docs page included (its template is ours,
+    templates/drf_spectacular/, without the inline style drf-spectacular's has), and
+    `Cache-Control: no-store` on every answer AuditWeb makes (static files are served before
+    this, by WhiteNoise): evidence pages, API answers and downloads must not stay in a browser's
+    or a proxy's cache after the login ends."""
+
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        # The API's browsable docs page (drf-spectacular) brings its own policy needs.
-        if not request.path.startswith("/api/docs/"):
-            response.headers.setdefault("Content-Security-Policy", CSP)
+        response.headers.setdefault("Content-Security-Policy", CSP)
+        if "no-store" not in response.get("Cache-Control", ""):
+            response["Cache-Control"] = "no-store"
         return response
 
 
