@@ -94,6 +94,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "investigations.middleware.RefuseNulMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -148,6 +149,9 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_CLIENT_IP_CALLABLE = "investigations.audit.client_ip"
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are in AuditWeb's own audit trail
 AXES_VERBOSE = False  # its log lines (one per login) say nothing the audit trail does not
+# A login lasts this many hours (8 by default: a working day), from the login, not renewed by use.
+SESSION_COOKIE_AGE = env_int("SESSION_HOURS", 8) * 3600
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -234,6 +238,15 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# No task runs without end: after the soft limit a task is told to stop (an ingest ends its run
+# as failed, with what it committed kept; the next poll resumes from there), after the hard
+# limit its process is killed. A worker process (prefork pool) is replaced once it used more
+# than the memory ceiling (KiB, checked after each task).
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 3600)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 3900)
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = env_int("CELERY_WORKER_MAX_MEMORY_PER_CHILD", 4 * 1024 * 1024)
+if CELERY_TASK_TIME_LIMIT <= CELERY_TASK_SOFT_TIME_LIMIT:
+    raise ImproperlyConfigured("CELERY_TASK_TIME_LIMIT must be longer than CELERY_TASK_SOFT_TIME_LIMIT.")
 # The queue tasks go to; workers of one deployment share it (tests use their own).
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
 # Seconds between beat's looks at the sources: those whose interval has passed are polled, and
@@ -269,6 +282,9 @@ INGEST_SPLIT_BYTES = env_int("INGEST_SPLIT_BYTES", 0)
 INGEST_CHUNK_BYTES = env_int("INGEST_CHUNK_BYTES", 64 * 1024 * 1024)
 # A range queued this long ago and not started is queued again (its message may have been lost).
 INGEST_CHUNK_REDISPATCH_SECONDS = env_int("INGEST_CHUNK_REDISPATCH_SECONDS", 600)
+# File sources may read only below these folders (comma-separated): a path, a glob and every file
+# it matches are resolved (symbolic links followed) and must stay inside one (ingest.checkpoints).
+LOG_ROOTS = [Path(root).resolve() for root in env_list("AUDITWEB_LOG_ROOTS", "/var/log")]
 # Uploaded log files: streamed here as they arrive (never held in memory), kept as evidence.
 UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(BASE_DIR / ".devdata" / "uploads")))
 # Case reports (PDF, CSV, JSON) are written here and served only through a role-checked view.

@@ -106,7 +106,7 @@ def alerts_after(cursor: str | None, size: int, *, with_events: bool = True) -> 
     False (the API looks the events up itself, as JSON: `investigations.export.events_as_api`)."""
     alerts = Alert.objects.select_related("source").order_by("position")
     if cursor:
-        if not cursor.isdigit() or len(cursor) > 19:
+        if not (cursor.isascii() and cursor.isdigit()) or len(cursor) > 18:  # ("²" is a digit to isdigit)
             raise BadCursor("This cursor is not one AuditWeb gave out.")
         alerts = alerts.filter(position__gt=int(cursor))
     items = list(alerts[: size + 1])

@@ -32,8 +32,11 @@ import glob
 import gzip
 import hashlib
 import io
+import itertools
 import json
 import os
+import re
+import stat
 import time
 import zlib
 from collections.abc import Iterator
@@ -47,6 +50,7 @@ from ingest.models import Source, SourceFile
 
 IDENTITY_BYTES = 1024
 GZIP_MAGIC = b"\x1f\x8b"
+_WILDCARD = re.compile(r"[*?[]")  # what makes a path component a glob pattern
 # First key of the two-int advisory lock pg_try_advisory_lock(LOCK_CLASS, source id): "AW".
 LOCK_CLASS = 0x4157
 
@@ -102,34 +106,111 @@ class Plan:
     looked_at: float = 0.0  # time.time() just before the files were looked at
 
 
-def _head(path: Path, compressed: bool) -> bytes:
+def log_roots() -> list[Path]:
+    """The folders file sources may read in: AUDITWEB_LOG_ROOTS, and UPLOAD_DIR (uploads)."""
+    return [*settings.LOG_ROOTS, Path(settings.UPLOAD_DIR).resolve()]
+
+
+def inside_roots(real: str | Path, roots: list[Path]) -> bool:
+    """Whether the resolved path `real` is one of `roots` or below one."""
+    real = Path(real)
+    return any(real == root or real.is_relative_to(root) for root in roots)
+
+
+def _real_path(fd: int, name: str) -> str:
+    """Where an open file really is: the kernel's name of the descriptor (Linux), which no
+    symbolic link swapped after opening can change; elsewhere the path resolved now."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(name)
+
+
+class OutsideRoots(PermissionError):
+    """A file that is, or leads (by a symbolic link) to, a place outside the log roots."""
+
+
+def open_inside_roots(name: str | Path, roots: list[Path] | None = None) -> io.BufferedReader:
+    """`name` opened for reading, if it is a regular file inside the log roots once every
+    symbolic link is followed; else OutsideRoots (or FileNotFoundError, IsADirectoryError...).
+    Opened without blocking (a FIFO named like a log would wait forever) and checked by the
+    descriptor, so a link that changes between the check and the read cannot lead out."""
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutsideRoots(f"{name} is not a regular file")
+        if not inside_roots(_real_path(fd, str(name)), log_roots() if roots is None else roots):
+            raise OutsideRoots(f"{name} leads outside the log roots (AUDITWEB_LOG_ROOTS): not read")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def pattern_problem(pattern: str) -> str | None:
+    """Why a file source may not follow `pattern` (None: it may): it must be absolute, without
+    `..`, its folders before the first wildcard must resolve inside the log roots, and so must
+    every file it matches now. Files that appear later are checked at every poll (find_candidates)."""
+    if not os.path.isabs(pattern):
+        return "Give an absolute path or glob on the worker's disk."
+    parts = Path(pattern).parts
+    if ".." in parts:
+        return "Give the path without `..`."
+    roots = log_roots()
+    fixed = list(itertools.takewhile(lambda part: _WILDCARD.search(part) is None, parts))
+    allowed = ", ".join(str(root) for root in settings.LOG_ROOTS)
+    if not inside_roots(os.path.realpath(os.path.join(*fixed)), roots):
+        return f"Give a path inside the log folders ({allowed}; AUDITWEB_LOG_ROOTS on the workers)."
+    for name in glob.glob(pattern):
+        if not inside_roots(os.path.realpath(name), roots):
+            return f"{name} leads outside the log folders ({allowed}) by a symbolic link: not allowed."
+    return None
+
+
+def open_candidate(candidate: Candidate) -> io.BufferedReader:
+    """The file a poll planned, opened again: the same file (device and inode), or FileNotFoundError.
+    It was inside the roots when found; being the same file, it still is."""
+    f = candidate.path.open("rb")
+    st = os.fstat(f.fileno())
+    if (st.st_dev, st.st_ino) != (candidate.device, candidate.inode):
+        f.close()  # rotated between the plan and now (or a link swapped): the next poll sees it
+        raise FileNotFoundError(f"{candidate.path} was replaced while being opened")
+    return f
+
+
+def _head(f: io.BufferedReader, compressed: bool) -> bytes:
+    f.seek(0)
     if compressed:
-        with gzip.open(path, "rb") as g:
+        with gzip.GzipFile(fileobj=f, mode="rb") as g:
             try:
                 return g.read(IDENTITY_BYTES)
             except (EOFError, OSError, zlib.error):  # a gzip still being written
                 return b""
-    with path.open("rb") as f:
-        return f.read(IDENTITY_BYTES)
+    return f.read(IDENTITY_BYTES)
 
 
 def find_candidates(pattern: str, errors: list[str]) -> list[Candidate]:
-    """The non-empty regular files `pattern` (a path or a glob) matches, oldest first."""
+    """The non-empty regular files `pattern` (a path or a glob) matches, oldest first: only those
+    inside the log roots once resolved (one that leads outside is named in `errors`)."""
     found = []
+    roots = log_roots()
     for name in sorted(glob.glob(pattern)):
         path = Path(name)
         try:
-            st = path.stat()
-            if not path.is_file() or st.st_size == 0:
-                continue
-            with path.open("rb") as f:
-                magic = f.read(2)
-            compressed = magic == GZIP_MAGIC
-            head = _head(path, compressed)
+            with open_inside_roots(name, roots) as f:
+                st = os.fstat(f.fileno())
+                if st.st_size == 0:
+                    continue
+                compressed = f.read(2) == GZIP_MAGIC
+                head = _head(f, compressed)
+        except OutsideRoots as e:
+            if os.path.isfile(name):  # (folders and FIFOs a glob matches are simply not logs)
+                errors.append(str(e))
+            continue
         except PermissionError:
             errors.append(f"permission denied reading {path}")
             continue
-        except FileNotFoundError:  # rotated away between glob and stat: the next poll finds it
+        except (FileNotFoundError, IsADirectoryError):  # rotated away between glob and open
             continue
         if head:
             found.append(Candidate(path, st.st_dev, st.st_ino, st.st_size, st.st_mtime, compressed, head))
@@ -140,7 +221,7 @@ def find_candidates(pattern: str, errors: list[str]) -> list[Candidate]:
 def _rotation_number(path: Path) -> int:
     """`general.log.3.gz` -> 3, `general.log` -> 0: breaks ties of equal times (older first)."""
     for part in reversed(path.name.split(".")):
-        if part.isdigit():
+        if part.isascii() and part.isdigit():
             return int(part)
     return 0
 
@@ -244,15 +325,12 @@ def listing_signature(pattern: str) -> str:
 def open_content(candidate: Candidate, offset: int) -> tuple[object, int | None]:
     """The file opened at `offset` of its content, and how many bytes to read at most
     (its size when stat'ed; None for a gzip file, which does not grow)."""
+    f = open_candidate(candidate)
     if candidate.compressed:
-        g = gzip.open(candidate.path, "rb")  # noqa: SIM115 - the caller closes it
+        g = gzip.GzipFile(fileobj=f, mode="rb")
+        g.myfileobj = f  # closed with it, as when GzipFile opens the file itself
         g.seek(offset)  # decompresses and drops what comes before
         return g, None
-    f = candidate.path.open("rb")
-    st = os.fstat(f.fileno())
-    if (st.st_dev, st.st_ino) != (candidate.device, candidate.inode):
-        f.close()  # rotated between the plan and now: the next poll sees where it went
-        raise FileNotFoundError(f"{candidate.path} was replaced while being opened")
     if not still_the_same(f, candidate, offset):
         f.close()  # truncated (and written again) since it was looked at: the next poll sees it
         raise FileNotFoundError(f"{candidate.path} was truncated while being opened")
@@ -274,7 +352,7 @@ def content_size(candidate: Candidate) -> int:
     """Bytes of content: the size on disk, or a gzip file's recorded length (modulo 4 GiB)."""
     if not candidate.compressed:
         return candidate.size
-    with candidate.path.open("rb") as f:
+    with open_candidate(candidate) as f:
         f.seek(-4, os.SEEK_END)
         return int.from_bytes(f.read(4), "little")
 

@@ -13,6 +13,9 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from ingest.mysql_table import PASSWORD_ENV_DEFAULT
+from ingest.textsafe import CheckpointDecoder, CheckpointEncoder
+
 
 class Source(models.Model):
     """Something AuditWeb reads from: a file path or glob, a table, or an upload."""
@@ -47,13 +50,18 @@ class Source(models.Model):
     # Where the next incremental read starts: a live table's watermark, and for every kind the
     # session tracker's and the gap finder's state (files keep their own offsets, SourceFile.resume).
     # Written in the same transaction as the events it covers.
-    checkpoint = models.JSONField(default=dict, blank=True)
-    # A live table's password is never stored: the name of the environment variable holding it.
+    # Any text a log holds (NUL too: ingest.textsafe codes what jsonb refuses, and decodes it back).
+    checkpoint = models.JSONField(
+        default=dict, blank=True, encoder=CheckpointEncoder, decoder=CheckpointDecoder
+    )
+    # A live table's password is never stored: the name of the environment variable holding it,
+    # which must start with AUDITWEB_SOURCE_ (ingest.mysql_table.source_password).
     password_env = models.CharField(
         max_length=100,
         blank=True,
-        default="AUDITWEB_MYSQL_PASSWORD",
-        help_text="Environment variable of the worker that holds the database password",
+        default=PASSWORD_ENV_DEFAULT,
+        help_text="Environment variable of the worker that holds the database password "
+        "(its name starts with AUDITWEB_SOURCE_)",
     )
     quiet_seconds = models.PositiveIntegerField(
         default=3600, help_text="Longest the log may stay silent before the source is flagged"
@@ -376,8 +384,10 @@ class Split(models.Model):
     planned = models.BooleanField(default=False, help_text="Every range is known (the scan is over)")
     # {"<SourceFile pk>": {"resume": ..., "finished": bool}, ...} once planned, and the state after
     # the last range: what the files and the source's checkpoint become when every range is stored.
-    ends = models.JSONField(default=dict, blank=True)
-    final_state = models.JSONField(default=dict, blank=True)
+    ends = models.JSONField(default=dict, blank=True, encoder=CheckpointEncoder, decoder=CheckpointDecoder)
+    final_state = models.JSONField(
+        default=dict, blank=True, encoder=CheckpointEncoder, decoder=CheckpointDecoder
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -399,16 +409,22 @@ class Chunk(models.Model):
     number = models.PositiveIntegerField()
     source_file = models.ForeignKey(SourceFile, on_delete=models.CASCADE, related_name="chunks")
     start = models.JSONField(help_text="Resume point of its first byte: offset, line, last_time")
-    start_state = models.JSONField(help_text="Tracker and gap finder state before its first byte")
+    start_state = models.JSONField(
+        help_text="Tracker and gap finder state before its first byte",
+        encoder=CheckpointEncoder,
+        decoder=CheckpointDecoder,
+    )
     end_offset = models.BigIntegerField()
     # Read to the file's end and flushed (the file is finished and this is its last range).
     finish = models.BooleanField(default=False)
     # How far a worker got: the resume point and state after its last committed batch.
     resume = models.JSONField(null=True, blank=True)
-    state = models.JSONField(null=True, blank=True)
+    state = models.JSONField(null=True, blank=True, encoder=CheckpointEncoder, decoder=CheckpointDecoder)
     # Flags learnt here about events maybe stored by an earlier range, not stored yet when this
     # one ran: applied again (idempotent) when the split ends. [[flag, [[hash hex, time], ...]]]
-    corrections = models.JSONField(default=list, blank=True)
+    corrections = models.JSONField(
+        default=list, blank=True, encoder=CheckpointEncoder, decoder=CheckpointDecoder
+    )
     dispatched_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True, help_text="Host and process that read it")
     done = models.BooleanField(default=False)

@@ -64,8 +64,9 @@ one gets `offset` 1 and a different hash, so neither is lost nor stored twice.
 from __future__ import annotations
 
 import re
+import ssl
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -217,10 +218,78 @@ def pull(
     return puller.watermark
 
 
+# Only variables with this prefix may hold a source's password: a source's `password_env` is chosen
+# by an admin, and any other name (SECRET_KEY, DATABASE_URL...) would hand the worker's own secrets
+# to whatever server the DSN names.
+PASSWORD_ENV_PREFIX = "AUDITWEB_SOURCE_"
+PASSWORD_ENV_DEFAULT = "AUDITWEB_SOURCE_MYSQL_PASSWORD"
+# The name the default had before: still read when the new one is not set (a deployment's .env).
+_PASSWORD_ENV_LEGACY = "AUDITWEB_MYSQL_PASSWORD"
+_PASSWORD_ENV_NAME = re.compile(r"AUDITWEB_SOURCE_[A-Z0-9_]{1,84}")
+# Authentication plugins that hand the password to the server as it is: mysql_clear_password
+# (LDAP/PAM accounts) and MariaDB's dialog (PAM). A server the DSN names could ask for them.
+CLEAR_TEXT_PLUGINS = ("mysql_clear_password", "dialog")
+
+
+def password_env_problem(name: str) -> str | None:
+    """Why `name` may not name the variable holding a source's password (None: it may)."""
+    if name and _PASSWORD_ENV_NAME.fullmatch(name) is None:
+        return (
+            f"Name a variable that starts with {PASSWORD_ENV_PREFIX} (upper-case letters, digits and _), "
+            f"e.g. {PASSWORD_ENV_DEFAULT}: only those may hold a source's password."
+        )
+    return None
+
+
+def source_password(name: str, environ: Mapping[str, str]) -> str | None:
+    """The password a source's `password_env` names, from `environ` (the worker's environment);
+    None when it names none. Raises ValueError for a name outside PASSWORD_ENV_PREFIX (a row made
+    before the rule, or written past the form), without reading it."""
+    if not name:
+        return None
+    problem = password_env_problem(name)
+    if problem is not None:
+        raise ValueError(f"password_env {name!r} refused: {problem}")
+    value = environ.get(name)
+    if value is None and name == PASSWORD_ENV_DEFAULT:
+        value = environ.get(_PASSWORD_ENV_LEGACY)
+    return value
+
+
+class ClearTextRefused:
+    """PyMySQL's handler (auth_plugin_map) of a plugin that would send the password in clear: it
+    refuses, so the server never gets it. Used unless the connection is TLS with a verified
+    certificate (`?tls=verify`); opportunistic TLS protects nothing from the server itself."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def _refuse(self) -> None:
+        import pymysql
+
+        raise pymysql.err.OperationalError(
+            2059,
+            "the server asked for the password in clear text (mysql_clear_password or dialog); "
+            "AuditWeb sends it only over TLS with a verified certificate (add ?tls=verify to the DSN)",
+        )
+
+    def authenticate(self, pkt: Any) -> Any:
+        self._refuse()
+
+    def prompt(self, echo: bool, prompt: bytes) -> bytes:  # dialog's questions
+        self._refuse()
+        return b""
+
+
 def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> Any:
     """A PyMySQL connection from `mysql://user[:password]@host[:port]` or
     `mysql://user@localhost?unix_socket=/run/mysqld/mysqld.sock`. A `password` given here
-    (from the environment, say) wins over one in the DSN."""
+    (from the environment, say) wins over one in the DSN.
+
+    `?tls=verify` asks for TLS with the server's certificate and host name checked against the
+    system's CAs (or `&tls_ca=/path/ca.pem`); only then may the server have the password in
+    clear text (CLEAR_TEXT_PLUGINS). Without it, PyMySQL still encrypts when the server offers
+    TLS, but the server is not authenticated, and clear-text plugins are refused."""
     from urllib.parse import parse_qs, unquote, urlsplit
 
     import pymysql
@@ -236,6 +305,14 @@ def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> An
         "read_timeout": 600,
         "autocommit": True,
     }
+    tls = options.get("tls", "")
+    if tls not in ("", "verify"):
+        raise ValueError(f"tls={tls!r}: the only value is verify")
+    if tls == "verify":
+        # A context of our own: PyMySQL's options check no host name unless a CA file is given.
+        kwargs["ssl"] = ssl.create_default_context(cafile=options.get("tls_ca") or None)
+    else:
+        kwargs["auth_plugin_map"] = dict.fromkeys(CLEAR_TEXT_PLUGINS, ClearTextRefused)
     if options.get("unix_socket"):
         kwargs["unix_socket"] = options["unix_socket"]
     else:

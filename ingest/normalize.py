@@ -17,11 +17,12 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ingest.events import Event, FlagCorrection, Gap, SessionInfo
-from ingest.parsers.records import Item, LogRecord, Problem, ServerStart
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, log_switches, use_database
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
 from ingest.sql.routines import called_procedure, dropped_procedure, procedure_definition
 from ingest.sql.secrets import mask_secrets, masked_raw, raw_may_hold_secret
+from ingest.textsafe import unstorable
 
 # Commands whose argument is a statement the server ran (or prepared).
 STATEMENT_COMMANDS = frozenset({"Query", "Execute", "Prepare"})
@@ -46,6 +47,32 @@ def _jumped_back(connection_id: int | None, highest: int) -> bool:
 
 def _boot_stamp(when: datetime | None) -> str:
     return when.strftime("%Y%m%dT%H%M%SZ") if when else "unknown"
+
+
+# What a record says about who and where: text PostgreSQL must be able to hold (see unstorable_problem).
+_SESSION_FIELDS = ("user", "host", "ip", "database", "command", "status")
+
+
+def unstorable_problem(record: LogRecord) -> Problem | None:
+    """The problem of a record whose session data holds what PostgreSQL text cannot (a NUL byte,
+    a lone UTF-16 surrogate from a JSON `\\ud800`): its event is stored with those characters
+    left out (ingest.textsafe.displayable), its raw bytes keep them, and this says so, where the
+    operator looks. None for a record without any (nearly all)."""
+    fields = [name for name in _SESSION_FIELDS if (v := getattr(record, name)) and unstorable(v)]
+    fields += [key for key, v in record.extra.items() if isinstance(v, str) and unstorable(v)]
+    if not fields:
+        return None
+    values = [getattr(record, f) if f in _SESSION_FIELDS else record.extra[f] for f in fields]
+    what = " and ".join(
+        kind
+        for kind, found in (
+            ("a NUL byte", any("\x00" in v for v in values)),
+            ("a lone UTF-16 surrogate", any(unstorable(v.replace("\x00", "")) for v in values)),
+        )
+        if found
+    )
+    reason = f"{what} in {', '.join(fields)}: shown without it; the raw bytes keep it"
+    return Problem(record.line, record.offset, record.raw[:PROBLEM_EXCERPT_BYTES], reason)
 
 
 def decode_sql(argument: bytes) -> str:
@@ -294,6 +321,8 @@ class SessionTracker:
                 if self._corrections:
                     yield from self._corrections
                     self._corrections = []
+                if (problem := unstorable_problem(item)) is not None:
+                    yield problem
                 continue
             if isinstance(item, Settle):
                 if self._banner is not None:
@@ -330,6 +359,8 @@ class SessionTracker:
             if self._corrections:
                 yield from self._corrections
                 self._corrections = []
+            if (problem := unstorable_problem(item)) is not None:
+                yield problem
         if self._banner is not None:
             yield from self._settle(None)
 
@@ -428,6 +459,8 @@ class SessionTracker:
                 if self._corrections:
                     yield from self._corrections
                     self._corrections = []
+                if (problem := unstorable_problem(item)) is not None:
+                    yield problem
 
     def _start_event(self, banner: ServerStart, when: datetime | None) -> Event:
         session = self._session(None, when)
@@ -645,7 +678,7 @@ class SessionTracker:
                 "opened": [when.isoformat() if when else None, event.record_hash().hex()],
             }
         qid = extra.get("query_id") if extra else None
-        if qid is not None and qid.isdigit() and not failed:
+        if qid is not None and qid.isascii() and qid.isdigit() and not failed:
             self._query_ids(session, event, int(qid))
         if command == "Init DB":
             session.database = event.sql.strip() or None

@@ -39,7 +39,7 @@ from ingest.models import IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.mysql_table import Puller
 from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
-from ingest.parsers.detect import HEAD_BYTES, detect_format
+from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 from ingest.parsers.general_log import GeneralLogParser, parse_general_log
 from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
 from ingest.parsers.json_audit import parse_json_audit
@@ -48,6 +48,7 @@ from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.sources import check_sources_health
 from ingest.store import EventWriter
+from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -195,7 +196,20 @@ def _batches(
     yield Batch(events, problems, position(), corrections, gaps)
 
 
-def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Problem]) -> None:
+def is_log(head: bytes) -> bool:
+    """Whether a file's first bytes are those of a log AuditWeb knows. Only such files show the
+    bytes of their problems: a source named to read /etc/shadow as a general log (a glob that
+    caught it) must not show its lines as problem excerpts to every viewer."""
+    try:
+        detect_format(head)
+    except UnknownFormat:
+        return False
+    return True
+
+
+def _store_problems(
+    run: IngestRun, source_file: SourceFile, problems: list[Problem], excerpts: bool = True
+) -> None:
     ParseProblem.objects.bulk_create(
         [
             ParseProblem(
@@ -203,8 +217,8 @@ def _store_problems(run: IngestRun, source_file: SourceFile, problems: list[Prob
                 source_file=source_file,
                 line=p.line,
                 offset=p.offset,
-                reason=p.reason[:500],
-                excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
+                reason=storable(p.reason)[:500],
+                excerpt=p.raw[:PROBLEM_EXCERPT_BYTES] if excerpts else b"",
             )
             for p in problems
         ],
@@ -220,7 +234,7 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> Non
                 reason=g.reason,
                 started_at=g.started_at,
                 ended_at=g.ended_at,
-                detail=g.detail[:1000],
+                detail=storable(g.detail)[:1000],
                 source_file=source_file,
                 line=g.line,
                 byte_offset=g.offset,
@@ -237,6 +251,8 @@ def store_batch(
     source_file: SourceFile,
     run: IngestRun,
     batch: tuple[object, object, object, object],
+    *,
+    excerpts: bool = True,
 ) -> int:
     """Store one parsed batch, inside the caller's transaction: its events, the flags it learnt
     about events stored before, its gaps and its problems. Returns how many events were new.
@@ -245,7 +261,7 @@ def store_batch(
     stored = writer.write_formatted(formatted)  # type: ignore[arg-type]
     writer.apply_corrections(corrections)  # type: ignore[arg-type]
     _store_gaps(source, source_file, found)  # type: ignore[arg-type]
-    _store_problems(run, source_file, problems)  # type: ignore[arg-type]
+    _store_problems(run, source_file, problems, excerpts)  # type: ignore[arg-type]
     return stored
 
 
@@ -269,6 +285,7 @@ def ingest_file(
        source's custody chain, and the run's totals.
     """
     opened = open_log(path)
+    excerpts = is_log(opened.head)
     if fmt == "auto":
         fmt = detect_format(opened.head)
     parser = PARSERS.get(fmt)
@@ -312,7 +329,12 @@ def ingest_file(
             _, formatted, problems, seen, bytes_read, corrections, found = message
             with transaction.atomic():
                 stored = store_batch(
-                    writer, source, source_file, run, (formatted, corrections, found, problems)
+                    writer,
+                    source,
+                    source_file,
+                    run,
+                    (formatted, corrections, found, problems),
+                    excerpts=excerpts,
                 )
                 run.bytes_read = bytes_read  # type: ignore[assignment]
                 run.events_seen += seen  # type: ignore[operator]
@@ -325,7 +347,7 @@ def ingest_file(
             raise RuntimeError("the parsing process ended without finishing the file")
     except BaseException as e:
         run.status = IngestRun.Status.FAILED
-        run.error = f"{type(e).__name__}: {e}"[:2000]
+        run.error = storable(f"{type(e).__name__}: {e}")[:2000]
         run.finished_at = timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
         raise
@@ -503,7 +525,7 @@ def ingest_table(
                 progress(run)
     except Exception as e:
         run.status = IngestRun.Status.FAILED
-        run.error = f"{type(e).__name__}: {e}"[:2000]
+        run.error = storable(f"{type(e).__name__}: {e}")[:2000]
         run.finished_at = timezone.now()
         run.save(update_fields=["status", "error", "finished_at"])
         raise
@@ -846,19 +868,21 @@ def _end_run(run: IngestRun, error: BaseException | None = None) -> IngestRun:
         run.status = IngestRun.Status.DONE
     else:
         run.status = IngestRun.Status.FAILED
-        run.error = f"{type(error).__name__}: {error}"[:2000]
+        run.error = storable(f"{type(error).__name__}: {error}")[:2000]
     run.save(update_fields=["status", "error", "finished_at"])
     return run
 
 
 def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
-    from ingest.mysql_table import connect
+    from ingest.mysql_table import connect, source_password
 
-    password = os.environ.get(source.password_env) if source.password_env else None
     try:
+        password = source_password(source.password_env, os.environ)
         conn = connect(source.dsn, password)
     except Exception as e:  # refused, unknown host, bad password: the source's health says so
-        Source.objects.filter(pk=source.pk).update(last_error=f"cannot connect to {source.dsn}: {e}"[:2000])
+        Source.objects.filter(pk=source.pk).update(
+            last_error=storable(f"cannot connect to {source.dsn}: {e}")[:2000]
+        )
         return _end_run(_start_run(source, run, 0), e)
     try:
         run = ingest_table(source, conn, run=_start_run(source, run, 0))
@@ -896,7 +920,7 @@ def _ingest_file_source(
         or r.candidate.size != r.known.size
         or (r.quiet and r.offset < r.candidate.size)
     ]
-    Source.objects.filter(pk=source.pk).update(last_error="; ".join(errors)[:2000])
+    Source.objects.filter(pk=source.pk).update(last_error=storable("; ".join(errors))[:2000])
     if not reads and not plan.vanished:
         _note_watch(source, signature, plan)
         if run is not None:
@@ -1036,7 +1060,13 @@ def known_file(source: Source, read: object) -> SourceFile | None:
 
 def followed_format(source: Source, head: bytes) -> str:
     """The format a followed file is read in (its source's, or detected from its first bytes)."""
-    fmt = source.format if source.format != "auto" else detect_format(head)
+    try:
+        fmt = source.format if source.format != "auto" else detect_format(head)
+    except UnknownFormat:  # its message quotes the first line: a followed file may be no log at all
+        raise ValueError(
+            "Cannot tell the format of this file from its first bytes: it is no log AuditWeb knows "
+            "(name the source's format if it is one)."
+        ) from None
     if fmt != "general-log" and fmt not in TAIL_PARSERS:
         raise ValueError(
             f"Format {fmt!r} cannot be followed (supported: general-log, {', '.join(TAIL_PARSERS)})."
@@ -1076,9 +1106,10 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     try:
         f, limit = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
-        Source.objects.filter(pk=source.pk).update(last_error=str(e)[:2000])
+        Source.objects.filter(pk=source.pk).update(last_error=storable(str(e))[:2000])
         return
     fmt = followed_format(source, c.head)
+    excerpts = is_log(c.head)
     tracker, gaps = parsing_state(source, Source.objects.get(pk=source.pk).checkpoint or {})
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     hasher = FileHasher(known.hash_state, known.hashed_bytes, _ContentReader(c, f))
@@ -1115,7 +1146,9 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
             now = timezone.now()
             moved = hasher.advance(new_offset)  # the file's SHA-256 up to the new resume point
             with transaction.atomic():
-                stored = store_batch(writer, source, known, run, (formatted, corrections, found, problems))
+                stored = store_batch(
+                    writer, source, known, run, (formatted, corrections, found, problems), excerpts=excerpts
+                )
                 SourceFile.objects.filter(pk=known.pk).update(
                     resume=new_resume,
                     bytes_read=new_offset,
@@ -1176,13 +1209,13 @@ def hash_file_upto(source: Source, known: SourceFile, upto: int) -> tuple[FileHa
     point moves without a poll reading it in order (a split's ranges, read by several workers).
     The file is found as the split finds it (same inode and first bytes, else a copy); None when
     it is gone (its hash then stays where it was, and verify_evidence says how far it goes)."""
-    from ingest.checkpoints import find_candidates
+    from ingest.checkpoints import find_candidates, open_candidate
 
     candidates = [c for c in find_candidates(source.path, []) if c.head_matches(known)]
     same = [c for c in candidates if (c.device, c.inode) == (known.device, known.inode)]
     for c in same + candidates:
         if c.compressed or c.size >= upto:
-            with c.path.open("rb") as f:
+            with open_candidate(c) as f:
                 reader = _ContentReader(c, f)
                 try:
                     hasher = FileHasher(known.hash_state, known.hashed_bytes, reader)
@@ -1205,8 +1238,11 @@ class _ContentReader:
         if not self.candidate.compressed:  # type: ignore[attr-defined]
             return os.pread(self.f.fileno(), n, offset)  # type: ignore[attr-defined]
         if self.gz is None or self.gz.tell() > offset:
+            from ingest.checkpoints import open_candidate
+
             self.close()
-            self.gz = gzip.open(self.candidate.path, "rb")  # type: ignore[attr-defined, assignment]  # noqa: SIM115 - closed by close()
+            self.gz = gzip.GzipFile(fileobj=open_candidate(self.candidate), mode="rb")  # type: ignore[arg-type]
+            self.gz.myfileobj = self.gz.fileobj  # type: ignore[attr-defined]  # closed with it
         self.gz.seek(offset)  # type: ignore[union-attr]
         return self.gz.read(n)  # type: ignore[union-attr]
 

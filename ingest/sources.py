@@ -14,7 +14,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django import forms
 from django.utils import timezone
 
+from ingest.checkpoints import pattern_problem
 from ingest.models import Event, Gap, IngestRun, Source
+from ingest.mysql_table import password_env_problem
 
 
 class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -69,6 +71,13 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
                 )
         return str(dsn)
 
+    def clean_password_env(self) -> str:
+        name = str(self.cleaned_data["password_env"]).strip()
+        problem = password_env_problem(name)
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return name
+
     def clean_interval_seconds(self) -> int:
         value = int(self.cleaned_data["interval_seconds"])
         if value < 1:
@@ -79,9 +88,9 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
         data = super().clean() or {}
         kind = data.get("kind")
         if kind == Source.Kind.FILE:
-            path = str(data.get("path") or "")
-            if not os.path.isabs(path):
-                self.add_error("path", "Give an absolute path or glob on the worker's disk.")
+            problem = pattern_problem(str(data.get("path") or ""))
+            if problem is not None:
+                self.add_error("path", problem)
         elif kind == Source.Kind.MYSQL_TABLE and not data.get("dsn"):
             self.add_error("dsn", "Give the DSN of the server whose mysql.general_log to pull.")
         return data

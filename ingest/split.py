@@ -35,7 +35,15 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ingest.checkpoints import Candidate, Read, content_size, find_candidates, open_content, still_the_same
+from ingest.checkpoints import (
+    Candidate,
+    Read,
+    content_size,
+    find_candidates,
+    open_candidate,
+    open_content,
+    still_the_same,
+)
 from ingest.events import FlagCorrection
 from ingest.models import Chunk, IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.pipeline import (
@@ -46,6 +54,7 @@ from ingest.pipeline import (
     followed_format,
     hash_file_upto,
     in_second_process,
+    is_log,
     known_file,
     parsing_state,
     record_file_hash,
@@ -54,6 +63,7 @@ from ingest.pipeline import (
     tail_messages,
     time_carried_into,
 )
+from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
 
@@ -196,7 +206,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     try:
         f, _ = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
-        Chunk.objects.filter(pk=chunk.pk).update(error=str(e)[:2000])
+        Chunk.objects.filter(pk=chunk.pk).update(error=storable(str(e))[:2000])
         return False
     fmt = followed_format(source, c.head)
     limit = chunk.end_offset - offset
@@ -239,7 +249,14 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
                 break
             learnt += _corrections_json(corrections)  # type: ignore[arg-type]
             with transaction.atomic():
-                stored = store_batch(writer, source, known, run, (formatted, corrections, found, problems))
+                stored = store_batch(
+                    writer,
+                    source,
+                    known,
+                    run,
+                    (formatted, corrections, found, problems),
+                    excerpts=is_log(c.head),
+                )
                 Chunk.objects.filter(pk=chunk.pk).update(
                     resume=new_resume,
                     state=state,
@@ -285,7 +302,7 @@ def locate(source: Source, known: SourceFile, needed: int) -> Candidate | None:
 
 def _line_at(c: Candidate, offset: int) -> bytes:
     """The line of an uncompressed file that begins at `offset` (the first line of the next range)."""
-    with c.path.open("rb") as f:
+    with open_candidate(c) as f:
         f.seek(offset)
         return f.readline()
 

@@ -23,6 +23,7 @@ from ingest.alerts import KIND_SQL, WORTH_SQL, AlertLine, event_alert_kind, rais
 from ingest.custody import append_link, chain_events, event_key
 from ingest.events import Event, FlagCorrection, SessionInfo, session_id_of
 from ingest.partitions import ensure_event_partitions, month_of
+from ingest.textsafe import displayable, unstorable
 
 EVENT_COLUMNS = (
     "occurred_at", "server", "connection_id", "user", "host", "ip", "database", "command",
@@ -79,8 +80,8 @@ SELECT id, record_hash FROM new ORDER BY id
 def _bounded(value: str | None, limit: int) -> str | None:
     if value is None:
         return None
-    if "\x00" in value:
-        value = value.replace("\x00", "")
+    if unstorable(value):  # NUL, a lone surrogate: the raw bytes keep them (ingest.textsafe)
+        value = displayable(value)
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 

@@ -3,8 +3,10 @@ evidence), never held in memory, whatever their size."""
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
+import re
 import tempfile
 import uuid
 from pathlib import Path
@@ -85,17 +87,48 @@ def upload_store(
     upload source with its one file, and queue its ingest on commit."""
     target_dir = Path(settings.UPLOAD_DIR) / uuid.uuid4().hex
     target_dir.mkdir(parents=True)
-    name = os.path.basename(uploaded.name or "upload.log") or "upload.log"
+    name = upload_file_name(uploaded.name or "")
     target = target_dir / name
     os.replace(uploaded.temporary_file_path(), target)  # same folder tree: a rename
-    os.chmod(target, 0o440)
+    try:
+        os.chmod(target, 0o440)
+        return _upload_record(uploaded, target, name, server=server, timezone=timezone, fmt=fmt, queue=queue)
+    except BaseException:
+        # Nothing recorded (the transaction rolled back): nothing kept, no file left behind.
+        target.unlink(missing_ok=True)
+        target_dir.rmdir()
+        raise
+
+
+# Characters an uploaded file's name loses on disk: glob's (a source's path is a pattern, matched
+# again at every poll), path separators, and controls. The name as sent stays in the audit trail.
+_UNSAFE_IN_NAME = re.compile(r"[*?\[\]/\\\x00-\x1f\x7f]")
+MAX_NAME_BYTES = 120  # file systems allow 255 bytes a name; the source's name holds it with room
+
+
+def upload_file_name(sent: str) -> str:
+    """The name an uploaded file is kept under: the client's (its last part), with glob
+    characters, separators and controls as `_`, cut to MAX_NAME_BYTES of UTF-8 keeping its end
+    (`.log.gz` says what it is)."""
+    name = _UNSAFE_IN_NAME.sub("_", os.path.basename(sent.replace("\\", "/"))).lstrip(".") or "upload.log"
+    if len(name.encode()) > MAX_NAME_BYTES:
+        tail = name[-20:]
+        head = name[: len(name) - 20].encode()[: MAX_NAME_BYTES - len(tail.encode()) - 1]
+        name = head.decode("utf-8", "ignore") + "_" + tail
+    return name
+
+
+def _upload_record(
+    uploaded: TemporaryUploadedFile, target: Path, name: str, *, server: str, timezone: str, fmt: str,
+    queue: object,
+) -> tuple[Source, IngestRun]:  # fmt: skip
     errors: list[str] = []
-    (candidate,) = find_candidates(str(target), errors)
+    (candidate,) = find_candidates(glob.escape(str(target)), errors)
     with transaction.atomic():
         source = Source.objects.create(
-            name=f"upload {name} ({target_dir.name[:8]})",
+            name=f"upload {name} ({target.parent.name[:8]})",
             kind=Source.Kind.UPLOAD,
-            path=str(target),
+            path=glob.escape(str(target)),  # a pattern: the folder's name may hold [ or *
             format=fmt,
             server=server,
             timezone=timezone,

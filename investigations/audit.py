@@ -16,6 +16,8 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 from django.utils import timezone
 
+from ingest.textsafe import storable
+
 MAX_TEXT = 1000  # a detail's text is cut here: the trail must stay small whatever was typed
 
 
@@ -24,6 +26,7 @@ class Action(models.TextChoices):
     LOGIN_FAILED = "login_failed", "Login failed"
     LOCKED_OUT = "locked_out", "Login refused: locked out"
     LOGOUT = "logout", "Logged out"
+    PASSWORD_CHANGE = "password_change", "Changed their password"
     SEARCH = "search", "Searched events"
     EVENT_VIEW = "event_view", "Viewed an event"
     RAW_REVEAL = "raw_reveal", "Revealed an event's raw bytes"
@@ -122,10 +125,10 @@ def _ip_or_none(text: str) -> str | None:
 
 def _bounded(value: Any) -> Any:
     """Details as JSON of bounded size: long text cut, containers walked."""
-    if isinstance(value, str):
-        return value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + "…"
+    if isinstance(value, str):  # NUL and lone surrogates written visibly: jsonb refuses them
+        return storable(value if len(value) <= MAX_TEXT else value[:MAX_TEXT] + "…")
     if isinstance(value, dict):
-        return {str(k)[:100]: _bounded(v) for k, v in list(value.items())[:100]}
+        return {storable(str(k)[:100]): _bounded(v) for k, v in list(value.items())[:100]}
     if isinstance(value, (list, tuple, set, frozenset)):
         return [_bounded(v) for v in list(value)[:100]]
     if value is None or isinstance(value, (bool, int, float)):
@@ -143,7 +146,7 @@ def record(who: Any, action: str, *, username: str | None = None, **details: Any
     auth = getattr(request, "auth", None) if request is not None else None
     return AuditRecord.objects.create(
         user_id=user.pk if authenticated else None,
-        username=(user.get_username() if authenticated else username or "")[:150],
+        username=storable((user.get_username() if authenticated else username or "")[:150]),
         action=str(action),
         ip=client_ip(request) if request is not None else None,
         method=(request.method or "")[:10] if request is not None else "",

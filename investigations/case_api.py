@@ -32,7 +32,7 @@ from investigations.cases import (
     evidence_remove,
     note_add,
 )
-from investigations.models import Case, CaseNote, Evidence, Report
+from investigations.models import MAX_CASE_TEXT, Case, CaseNote, Evidence, Report
 from investigations.openapi import EMPTY_MEANS_ANY
 from investigations.reports import content
 from investigations.reports.generate import report_request
@@ -80,7 +80,9 @@ class CaseSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
 
 class CaseInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     title = serializers.CharField(max_length=200)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
+    description = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=MAX_CASE_TEXT
+    )
     status = serializers.ChoiceField(choices=Case.Status.choices, required=False)
     window_start = serializers.DateTimeField(required=False, allow_null=True, help_text="ISO 8601")
     window_end = serializers.DateTimeField(required=False, allow_null=True, help_text="ISO 8601")
@@ -124,7 +126,7 @@ class EvidencePageSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 class EvidenceInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
     event = serializers.IntegerField(help_text="The event's `id` (as /api/v1/events/ gives it)")
-    note = serializers.CharField(required=False, allow_blank=True, default="")
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_CASE_TEXT)
 
 
 class NoteSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -135,6 +137,7 @@ class NoteSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
         model = CaseNote
         fields = ["id", "author", "text", "created_at"]
         read_only_fields = ["id", "author", "created_at"]
+        extra_kwargs = {"text": {"max_length": MAX_CASE_TEXT}}
 
 
 class ReportSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

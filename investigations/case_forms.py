@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
-from investigations.models import Case, Report
+from investigations.models import MAX_CASE_TEXT, Case, Report
 from investigations.roles import Role
 
 NEW_CASE = "new"
@@ -30,6 +30,9 @@ def investigator_users() -> QuerySet[Any]:
 class CaseForm(forms.ModelForm):  # type: ignore[type-arg]
     """Title, description and the time window (in the page's zone, like the explorer's)."""
 
+    description = forms.CharField(
+        required=False, max_length=MAX_CASE_TEXT, widget=forms.Textarea(attrs={"rows": 4})
+    )
     window_start = _local(forms.DateTimeField(required=False, label="Window from"))
     window_end = _local(forms.DateTimeField(required=False, label="Window until"))
 
@@ -70,7 +73,12 @@ class PinForm(forms.Form):
     event = forms.IntegerField(widget=forms.HiddenInput)
     case = forms.ChoiceField(label="Case")
     title = forms.CharField(max_length=200, required=False, label="New case's title")
-    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), label="Note (optional)")
+    note = forms.CharField(
+        required=False,
+        max_length=MAX_CASE_TEXT,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Note (optional)",
+    )
 
     def __init__(self, *args: Any, cases: QuerySet[Case], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -91,7 +99,7 @@ class PinForm(forms.Form):
 
 
 class NoteForm(forms.Form):
-    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), label="Note", max_length=20_000)
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), label="Note", max_length=MAX_CASE_TEXT)
 
 
 class SavedFilterForm(forms.Form):

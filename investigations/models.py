@@ -19,6 +19,11 @@ def hash_token(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
+# The longest text a person may give a case: its description, a pin's note, an analyst's note
+# (forms and the API refuse more). A report prints them whole, in the request or a worker.
+MAX_CASE_TEXT = 20_000
+
+
 class ApiToken(models.Model):
     """A REST API token. Only its SHA-256 is stored; the key is shown once, when made."""
 

@@ -255,8 +255,11 @@ def _encode_cursor(row: Event | Session, field: str = "occurred_at") -> str:
 def _decode_cursor(cursor: str) -> tuple[datetime | None, int]:
     try:
         when, pk = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return (datetime.fromisoformat(when) if when is not None else None), int(pk)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError) as e:
+        when = datetime.fromisoformat(when) if when is not None else None
+        if not isinstance(pk, int) or not 0 <= pk < 2**63 or (when is not None and when.tzinfo is None):
+            raise ValueError("not a cursor")
+        return when, pk
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, RecursionError) as e:
         raise BadCursor("This cursor is not one AuditWeb gave out.") from e
 
 

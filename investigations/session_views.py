@@ -80,12 +80,12 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     session = _get_session(request, session_id)
     audit.record(request, audit.Action.SESSION_VIEW, session=session.pk, server=session.server)
     events = filter_events({}, Event.objects.filter(session_id=session.pk)).qs.defer("raw", "fingerprint")
+    total, destructive = statement_counts([session.pk]).get(session.pk, (0, 0))
     try:
         page = oldest_first_page(events, request.GET.get("cursor"), STATEMENTS_PAGE)
     except BadCursor as e:
-        return render(
-            request, "investigations/session_detail.html", {"session": session, "error": str(e)}, status=400
-        )
+        context = {"session": session, "error": str(e), "total": total, "destructive": destructive}
+        return render(request, "investigations/session_detail.html", context, status=400)
     if page.items and page.items[0].occurred_at is not None:
         _mark_transactions(page.items, transaction_open_before(page.items[0]))
     else:
@@ -95,7 +95,6 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         params = request.GET.copy()
         params["cursor"] = page.next_cursor
         next_query = params.urlencode()
-    total, destructive = statement_counts([session.pk]).get(session.pk, (0, 0))
     context = {
         "session": session,
         "page": page,

@@ -3,6 +3,7 @@ HTMX polls the same views for the named partial that shows running ingests."""
 
 from __future__ import annotations
 
+from django.db import transaction
 from django.db.models import Count, Max, Min, Sum
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -111,20 +112,21 @@ def upload(request: HttpRequest) -> HttpResponse:
         form.errors["file"] = form.error_class([refused])
         return render(request, "investigations/upload.html", {"form": form}, status=413)
     if request.method == "POST" and form.is_valid():
-        source, _ = upload_store(
-            uploaded=form.cleaned_data["file"],
-            server=form.cleaned_data["server"],
-            timezone=form.cleaned_data["timezone"],
-            fmt=form.cleaned_data["format"],
-            queue=_queue,
-        )
-        stored = source.files.first()
-        audit.record(
-            request,
-            audit.Action.UPLOAD,
-            source=source.pk,
-            file=form.cleaned_data["file"].name,
-            sha256=stored.sha256 if stored else None,
-        )
+        with transaction.atomic():  # the upload is recorded with its audit record, or neither
+            source, _ = upload_store(
+                uploaded=form.cleaned_data["file"],
+                server=form.cleaned_data["server"],
+                timezone=form.cleaned_data["timezone"],
+                fmt=form.cleaned_data["format"],
+                queue=_queue,
+            )
+            stored = source.files.first()
+            audit.record(
+                request,
+                audit.Action.UPLOAD,
+                source=source.pk,
+                file=form.cleaned_data["file"].name,
+                sha256=stored.sha256 if stored else None,
+            )
         return HttpResponseRedirect(reverse("source-detail", args=[source.pk]))
     return render(request, "investigations/upload.html", {"form": form})

@@ -64,6 +64,7 @@ urlpatterns = [
     path("tokens/", token_views.token_list, name="tokens"),
     path("tokens/<int:token_id>/revoke/", token_views.token_revoke, name="token-revoke"),
     path("users/", user_views.user_list, name="users"),
+    path("password/", user_views.password_change, name="password-change"),
     path("users/<int:user_id>/", user_views.user_change, name="user-change"),
     path("audit/", audit_views.audit_list, name="audit"),
     path("audit/export.csv", audit_views.audit_export, name="audit-export"),

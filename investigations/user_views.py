@@ -7,7 +7,8 @@ import secrets
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth import get_user_model
+from django.contrib.auth import get_user_model, update_session_auth_hash
+from django.contrib.auth.forms import PasswordChangeForm
 from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -96,3 +97,19 @@ def user_change(request: HttpRequest, user_id: int) -> HttpResponse:
         )  # fmt: skip
         messages.success(request, f"{user.get_username()}: saved.")
     return HttpResponseRedirect(reverse("users"))
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.VIEWER)
+def password_change(request: HttpRequest) -> HttpResponse:
+    """One's own password, changed by giving the old one (Django's PasswordChangeForm, with the
+    password validators of settings). The session stays logged in; others of the same login end.
+    Recorded in the audit trail (without either password)."""
+    form = PasswordChangeForm(request.user, request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        update_session_auth_hash(request, user)
+        audit.record(request, audit.Action.PASSWORD_CHANGE)
+        messages.success(request, "Your password is changed. Your other sessions are logged out.")
+        return HttpResponseRedirect(reverse("password-change"))
+    return render(request, "registration/password_change_form.html", {"form": form})

@@ -15,6 +15,13 @@ SHARED = REPO.parent / "shared"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _log_roots_take_in_the_tests_temporary_folders(settings, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """File sources read only below AUDITWEB_LOG_ROOTS (/var/log by default); tests follow
+    logs they write under pytest's temporary folder, which is a log root for them."""
+    settings.LOG_ROOTS = [*settings.LOG_ROOTS, tmp_path_factory.getbasetemp().resolve()]
+
+
 @pytest.fixture
 def investigator(django_user_model):  # type: ignore[no-untyped-def]
     from investigations.roles import Role, set_role

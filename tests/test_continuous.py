@@ -58,6 +58,7 @@ class Workers:
             INGEST_POLL_SECONDS="1",
             DATABASE_CONN_MAX_AGE="0",
             SECRET_KEY=env.get("SECRET_KEY", "test-worker-key"),
+            AUDITWEB_LOG_ROOTS=f"/var/log,{self.tmp.resolve()}",
         )
         env.update(extra)
         return env

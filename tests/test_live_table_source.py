@@ -99,12 +99,12 @@ def write_statements(marker: str, done: threading.Event, polls: list[int]) -> No
 
 def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_table, settings) -> None:  # type: ignore[no-untyped-def]
     settings.INGEST_BATCH_SIZE = 25
-    os.environ["LS_READER_PASSWORD"] = READER_PASSWORD
+    os.environ["AUDITWEB_SOURCE_LS_READER_PASSWORD"] = READER_PASSWORD
     source = Source.objects.create(
         name="live",
         kind=Source.Kind.MYSQL_TABLE,
         dsn=f"mysql://{READER}@127.0.0.1:3306",
-        password_env="LS_READER_PASSWORD",
+        password_env="AUDITWEB_SOURCE_LS_READER_PASSWORD",
         server="live-src",
     )
     marker = f"m{os.getpid()}_{int(time.time())}"
@@ -129,12 +129,12 @@ def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_tabl
 
 
 def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(logging_to_table) -> None:  # type: ignore[no-untyped-def]
-    os.environ["LS_WRONG_PASSWORD"] = "not-the-password"
+    os.environ["AUDITWEB_SOURCE_LS_WRONG_PASSWORD"] = "not-the-password"
     source = Source.objects.create(
         name="refused",
         kind=Source.Kind.MYSQL_TABLE,
         dsn=f"mysql://{READER}@127.0.0.1:3306",
-        password_env="LS_WRONG_PASSWORD",
+        password_env="AUDITWEB_SOURCE_LS_WRONG_PASSWORD",
         server="live-src",
     )
     run = ingest_source(source.pk)

@@ -27,7 +27,7 @@ DOCUMENTED = {
 # Every input field with a model default, and a value other than that default.
 NOT_DEFAULT: dict[str, Any] = {
     "kind": "mysql-table",
-    "password_env": "DB1_PASSWORD",
+    "password_env": "AUDITWEB_SOURCE_DB1_PASSWORD",
     "format": "mariadb-audit",
     "timezone": "Europe/Berlin",
     "interval_seconds": 5,
@@ -44,7 +44,7 @@ def test_the_documented_fields_alone_make_a_source_with_the_other_defaults(admin
     response = post(admin_api_client, DOCUMENTED)
     assert response.status_code == 201, response.json()
     body = response.json()
-    assert (body["quiet_seconds"], body["password_env"]) == (3600, "AUDITWEB_MYSQL_PASSWORD")
+    assert (body["quiet_seconds"], body["password_env"]) == (3600, "AUDITWEB_SOURCE_MYSQL_PASSWORD")
     source = Source.objects.get(pk=body["id"])
     assert (source.name, source.path, source.format, source.server, source.enabled) == (
         "db1 general log",
@@ -53,7 +53,7 @@ def test_the_documented_fields_alone_make_a_source_with_the_other_defaults(admin
         "db1",
         True,
     )
-    assert (source.quiet_seconds, source.password_env) == (3600, "AUDITWEB_MYSQL_PASSWORD")
+    assert (source.quiet_seconds, source.password_env) == (3600, "AUDITWEB_SOURCE_MYSQL_PASSWORD")
 
 
 def test_every_input_field_with_a_default_is_listed_here() -> None:
@@ -86,7 +86,7 @@ def test_name_path_and_server_alone_make_a_file_source_with_every_default(admin_
         source.enabled,
         source.password_env,
         source.dsn,
-    ) == ("file", "auto", "UTC", 60, 3600, True, "AUDITWEB_MYSQL_PASSWORD", "")
+    ) == ("file", "auto", "UTC", 60, 3600, True, "AUDITWEB_SOURCE_MYSQL_PASSWORD", "")
 
 
 @pytest.mark.parametrize("left_out", ["name", "server"])

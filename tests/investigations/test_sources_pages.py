@@ -58,7 +58,7 @@ def test_an_investigator_may_look_but_not_add_sources(investigator_client) -> No
 def test_it_refuses_a_password_in_the_dsn(operator_client) -> None:  # type: ignore[no-untyped-def]
     data = {"name": "t", "kind": "mysql-table", "dsn": "mysql://reader:s3cret@db1:3306", "format": "auto",
             "server": "db1", "timezone": "UTC", "interval_seconds": 5, "quiet_seconds": 60,
-            "password_env": "DB1_PASSWORD"}  # fmt: skip
+            "password_env": "AUDITWEB_SOURCE_DB1_PASSWORD"}  # fmt: skip
     response = operator_client.post("/sources/new/", data)
     assert response.status_code == 200 and "No password in the DSN" in response.content.decode()
     assert not Source.objects.exists()
@@ -183,7 +183,8 @@ def test_the_api_creates_lists_and_starts_a_run_of_a_source(
 
 def test_the_api_never_shows_a_password_and_refuses_one(admin_api_client) -> None:  # type: ignore[no-untyped-def]
     base = {"name": "t", "kind": "mysql-table", "format": "auto", "server": "db1", "timezone": "UTC",
-            "interval_seconds": 5, "quiet_seconds": 60, "enabled": True, "password_env": "PW"}  # fmt: skip
+            "interval_seconds": 5, "quiet_seconds": 60, "enabled": True,
+            "password_env": "AUDITWEB_SOURCE_PW"}  # fmt: skip
     refused = admin_api_client.post(
         "/api/v1/sources/", base | {"dsn": "mysql://r:pw@db1:3306"}, format="json"
     )

@@ -9,7 +9,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ingest.mysql_table import connect
+from ingest.mysql_table import PASSWORD_ENV_DEFAULT, PASSWORD_ENV_PREFIX, connect, source_password
 from ingest.pipeline import ingest_table, table_source
 
 
@@ -28,14 +28,15 @@ class Command(BaseCommand):
         parser.add_argument("--server", required=True, help="Label of the database server")
         parser.add_argument(
             "--password-env",
-            default="AUDITWEB_MYSQL_PASSWORD",
-            help="Environment variable holding the password (default: AUDITWEB_MYSQL_PASSWORD)",
+            default=PASSWORD_ENV_DEFAULT,
+            help=f"Environment variable holding the password, named {PASSWORD_ENV_PREFIX}... "
+            f"(default: {PASSWORD_ENV_DEFAULT})",
         )
 
     def handle(self, *args: object, **options: object) -> None:
         dsn, server = str(options["dsn"]), str(options["server"])
-        password = os.environ.get(str(options["password_env"]))
         try:
+            password = source_password(str(options["password_env"]), os.environ)
             conn = connect(dsn, password)
         except ValueError as e:
             raise CommandError(str(e)) from None

@@ -18,7 +18,7 @@ from investigations.roles import ROLE_BY_GROUP, Role, set_role, user_role
 def expiry(text: str) -> datetime:
     """`90d` (days from now), a date (the end of that day, UTC) or an ISO 8601 time."""
     text = text.strip()
-    if text.endswith("d") and text[:-1].isdigit():
+    if text.endswith("d") and text[:-1].isascii() and text[:-1].isdigit():
         return timezone.now() + timedelta(days=int(text[:-1]))
     day = parse_date(text)
     if day is not None:

@@ -119,7 +119,7 @@ class Command(BaseCommand):
             return list(Source.objects.order_by("pk"))
         found = []
         for w in wanted:
-            source = Source.objects.filter(pk=int(w)).first() if w.isdigit() else None
+            source = Source.objects.filter(pk=int(w)).first() if w.isascii() and w.isdigit() else None
             source = source or Source.objects.filter(name=w).first()
             if source is None:
                 raise CommandError(f"no source {w!r} (give its id or its name)")

@@ -1,0 +1,105 @@
+"""Text PostgreSQL can store, made from text a log (or a server we talk to) wrote. Pure: no Django.
+
+PostgreSQL's text and jsonb refuse two things Python strings hold easily: NUL (`\\x00`: a
+Connect user, a `program_name` written with `\\u0000`) and lone UTF-16 surrogates (a JSON log's
+`\\ud800`, which Python's json reads and PostgreSQL's UTF-8 cannot encode). One such value in a
+batch used to fail the whole transaction, every poll again. Three treatments, by use:
+
+- **Evidence fields** (an event's user, host, database...): the store removes NUL and replaces
+  a surrogate with U+FFFD (`displayable`); the event's raw bytes keep the original exactly, and
+  the session tracker reports the record as a problem saying which field held what.
+- **Messages** (a problem's reason, a gap's detail, a run's error): `storable` writes the
+  character as a visible escape (`\\x00`, `\\ud800`), so an operator reads what was there.
+- **Checkpoints** (a source's saved position and session state, a split's ranges): JSON that
+  must come back exactly as it was saved, or a resumed read would differ from one read straight
+  through. `escape_json` writes every NUL, surrogate and ESCAPE character as ESCAPE plus four
+  hex digits, inside every string (dictionary keys too); `unescape_json` reverses it. ESCAPE
+  is a private-use character, so escaping it too keeps the coding exact for any input.
+  `CheckpointEncoder` and `CheckpointDecoder` apply them to a model's JSONField.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+ESCAPE = "\ue000"
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_ESCAPED = re.compile("[\x00\ud800-\udfff\ue000]")
+_UNESCAPED = re.compile("\ue000([0-9a-f]{4})")
+# What json.dumps writes (ensure_ascii) for a character escape_json must code: NUL, a surrogate
+# (a valid pair is written as two surrogates: coding those too is harmless) or ESCAPE.
+_NEEDS_CODING = re.compile(r"\\u(?:0000|d[89a-f]|e000)", re.IGNORECASE)
+
+
+def unstorable(value: str) -> bool:
+    """Whether PostgreSQL text would refuse `value`: it holds NUL or a lone surrogate."""
+    return _UNSTORABLE.search(value) is not None
+
+
+def storable(value: str) -> str:
+    """`value` with each NUL and lone surrogate written as a visible escape (`\\x00`, `\\udc80`)."""
+    if _UNSTORABLE.search(value) is None:
+        return value
+    return _UNSTORABLE.sub(lambda m: _visible(m.group()), value)
+
+
+def _visible(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def displayable(value: str) -> str:
+    """`value` as an evidence field shows it: NUL removed, a lone surrogate as U+FFFD."""
+    if _UNSTORABLE.search(value) is None:
+        return value
+    return _UNSTORABLE.sub(lambda m: "" if m.group() == "\x00" else "\ufffd", value)
+
+
+def _code(text: str) -> str:
+    return _ESCAPED.sub(lambda m: f"{ESCAPE}{ord(m.group()):04x}", text)
+
+
+def _decode(text: str) -> str:
+    return _UNESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def _walk(value: Any, change: Any) -> Any:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {(change(k) if isinstance(k, str) else k): _walk(v, change) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_walk(v, change) for v in value]
+    return value
+
+
+def escape_json(value: Any) -> Any:
+    """`value` (JSON-able) with every string coded so that jsonb can hold it; see the docstring."""
+    return _walk(value, _code)
+
+
+def unescape_json(value: Any) -> Any:
+    """The value escape_json was given."""
+    return _walk(value, _decode)
+
+
+class CheckpointEncoder(json.JSONEncoder):
+    """A JSONField encoder that codes what jsonb refuses (escape_json); plain data costs one scan."""
+
+    def encode(self, o: Any) -> str:
+        text = super().encode(o)
+        if _NEEDS_CODING.search(text) is None and _ESCAPED.search(text) is None:
+            return text
+        return super().encode(escape_json(o))
+
+
+class CheckpointDecoder(json.JSONDecoder):
+    """The JSONField decoder of CheckpointEncoder's values."""
+
+    def decode(self, s: str, *args: Any, **kwargs: Any) -> Any:
+        value = super().decode(s, *args, **kwargs)
+        if ESCAPE not in s and "\\ue000" not in s.lower():
+            return value
+        return unescape_json(value)
