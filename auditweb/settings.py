@@ -289,9 +289,6 @@ LOG_ROOTS = [Path(root).resolve() for root in env_list("AUDITWEB_LOG_ROOTS", "/v
 UPLOAD_DIR = Path(env_str("UPLOAD_DIR", str(BASE_DIR / ".devdata" / "uploads")))
 # Case reports (PDF, CSV, JSON) are written here and served only through a role-checked view.
 REPORT_DIR = Path(env_str("REPORT_DIR", str(BASE_DIR / ".devdata" / "reports")))
-# Reports of cases with up to this many evidence events are written during the request; larger
-# ones by a Celery worker, with a progress bar.
-REPORT_SYNC_MAX = env_int("REPORT_SYNC_MAX", 500)
 # Files uploaded stream to a temporary file in UPLOAD_DIR (so keeping one is a rename),
 # hashed on the way; none is ever held in memory.
 FILE_UPLOAD_HANDLERS = ["ingest.uploads.HashingUploadHandler"]

@@ -389,8 +389,8 @@ def case_notes(request: Request, case_id: int) -> Response:
     responses={200: ReportSerializer(many=True), 202: ReportSerializer},
     summary="A case's reports",
     description="GET lists the case's reports, newest first; POST asks for one (`format`: pdf, csv or "
-    "json) and answers 202 with it: a small case's report is done already, a large one is written "
-    "in the background (follow `status` and `progress` at /api/v1/reports/<id>/).",
+    "json) and answers 202 with it, queued: a worker writes it (follow `status` and `progress` at "
+    "/api/v1/reports/<id>/; `download` is set once it is done).",
     examples=[OpenApiExample("a PDF", {"format": "pdf"}, request_only=True)],
 )
 @api_view(["GET", "POST"])

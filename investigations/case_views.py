@@ -255,8 +255,8 @@ def _int(value: str | None) -> int | None:
 @require_POST
 @role_required(Role.INVESTIGATOR)
 def case_report(request: HttpRequest, case_id: int) -> HttpResponse:
-    """Generate a report: at once for a small case, else in the background (the case page
-    then shows its progress)."""
+    """Ask for a report: queued for a worker, whose progress the case page shows (htmx polls
+    it; a reload shows it too), then its download link."""
     case = _get_case(request, case_id, change=True)
     form = ReportForm(request.POST)
     if not form.is_valid():

@@ -92,3 +92,32 @@ def ingest_bytes(tmp_path):  # type: ignore[no-untyped-def]
         return ingest_file(path, source=source, fmt=fmt)
 
     return _ingest
+
+
+@pytest.fixture
+def report_written(django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+    """Ask for a report as the case page does, then run the worker's task on commit (as a worker
+    would, in this process); returns the report, written (or failed)."""
+    from investigations.reports.generate import report_request
+    from investigations.tasks import generate_report
+
+    def _write(case, fmt, user):  # type: ignore[no-untyped-def]
+        with django_capture_on_commit_callbacks(execute=True):
+            report = report_request(case=case, fmt=fmt, user=user, queue=generate_report)
+        report.refresh_from_db()
+        return report
+
+    return _write
+
+
+@pytest.fixture
+def celery_eager():  # type: ignore[no-untyped-def]
+    """Tasks sent with `.delay()` run at once in this process, as CELERY_TASK_ALWAYS_EAGER does."""
+    from auditweb.celery import app
+
+    before = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager = before

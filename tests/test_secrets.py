@@ -28,7 +28,6 @@ from ingest.sql.secrets import mask_secrets
 from investigations.audit import AuditRecord
 from investigations.cases import case_create, evidence_pin
 from investigations.models import api_token_create
-from investigations.reports.generate import report_generate, report_request
 
 from .conftest import FIXTURES
 
@@ -209,7 +208,7 @@ needs_pdftotext = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="
 
 
 @needs_pdftotext
-def test_no_password_is_in_a_case_report(scene, investigator, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_no_password_is_in_a_case_report(report_written, scene, investigator, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     settings.REPORT_DIR = tmp_path / "reports"
     case = case_create(user=investigator, title="Who changed the passwords?")
     masked = Event.objects.filter(flags__contains=["secret_masked"]).order_by("occurred_at", "id")
@@ -217,7 +216,7 @@ def test_no_password_is_in_a_case_report(scene, investigator, tmp_path, settings
         evidence_pin(case=case, event=event, user=investigator)
     assert masked.count() > 60
     for fmt in ("csv", "json", "pdf"):
-        report = report_request(case=case, fmt=fmt, user=investigator, queue=report_generate)
+        report = report_written(case, fmt, investigator)
         report.refresh_from_db()
         path = Path(report.path)
         text = path.read_bytes().decode("utf-8", "replace")

@@ -1,7 +1,8 @@
 """A report from request to stored hash.
 
-`report_request` makes the Report row; a small case's report is written at once, a large
-one by a Celery worker (`investigations.tasks.generate_report`, queued after the commit).
+`report_request` makes the Report row and queues it, once the transaction commits, for a Celery
+worker (`investigations.tasks.generate_report`): no report is written inside a request, so neither
+a large case nor a long description can run a web worker into its timeout.
 `report_generate` writes the file beside its final name, reads it back to hash it, then
 renames it: a report that has a SHA-256 in the store is complete on disk.
 """
@@ -37,16 +38,13 @@ def _writers() -> dict[str, Writer]:
 
 
 def report_request(*, case: Case, fmt: str, user: Any, queue: Callable[[int], None]) -> Report:
-    """A new report of the case: written now when the case is small (REPORT_SYNC_MAX evidence
-    events), else queued for a worker once this transaction commits."""
+    """A new report of the case, status queued: `queue(report_id)` is called once the row is
+    committed (at the end of the caller's transaction, or of this function's own)."""
     if fmt not in Report.Format.values:
         raise ValueError(f"unknown report format {fmt!r}")
-    total = Evidence.objects.filter(case=case).count()
-    report = Report.objects.create(case=case, format=fmt, generated_by=user, total=total)
-    if total <= settings.REPORT_SYNC_MAX:
-        report_generate(report.pk)
-        report.refresh_from_db()
-    else:
+    with transaction.atomic():
+        total = Evidence.objects.filter(case=case).count()
+        report = Report.objects.create(case=case, format=fmt, generated_by=user, total=total)
         transaction.on_commit(lambda: queue(report.pk))
     return report
 

@@ -36,7 +36,9 @@ def token_client(django_user_model, name: str, role: Role) -> APIClient:
     return client
 
 
-def test_a_case_is_opened_pinned_noted_and_reported_over_the_api(api_client, culprit, investigator):
+def test_a_case_is_opened_pinned_noted_and_reported_over_the_api(
+    api_client, culprit, investigator, django_capture_on_commit_callbacks, celery_eager
+):
     made = api_client.post(
         "/api/v1/cases/", {"title": "Wiped orders", "description": "overnight"}, format="json"
     )
@@ -66,11 +68,13 @@ def test_a_case_is_opened_pinned_noted_and_reported_over_the_api(api_client, cul
     assert listed["count"] == 1 and listed["next"] is None
     assert listed["results"][0]["event"]["id"] == culprit.pk
 
-    asked = api_client.post(f"/api/v1/cases/{case_id}/reports/", {"format": "json"}, format="json")
+    with django_capture_on_commit_callbacks(execute=True):  # the commit sends the task (run eagerly)
+        asked = api_client.post(f"/api/v1/cases/{case_id}/reports/", {"format": "json"}, format="json")
     assert asked.status_code == 202
     report = asked.json()
-    assert report["status"] == "done" and len(report["sha256"]) == 64
+    assert report["status"] == "queued" and report["sha256"] == "" and report["download"] is None
     status = api_client.get(f"/api/v1/reports/{report['id']}/").json()
+    assert status["status"] == "done" and len(status["sha256"]) == 64
     assert status["download"].endswith(f"/api/v1/reports/{report['id']}/download/")
     download = api_client.get(status["download"])
     body = b"".join(download.streaming_content)
@@ -85,8 +89,7 @@ def test_a_case_is_opened_pinned_noted_and_reported_over_the_api(api_client, cul
     assert late.status_code == 409
 
 
-def test_a_large_cases_report_is_queued_with_its_progress(api_client, culprit, settings):
-    settings.REPORT_SYNC_MAX = 0
+def test_a_report_is_answered_at_once_queued_with_its_progress(api_client, culprit):
     case_id = api_client.post("/api/v1/cases/", {"title": "Big"}, format="json").json()["id"]
     api_client.post(f"/api/v1/cases/{case_id}/evidence/", {"event": culprit.pk}, format="json")
     asked = api_client.post(f"/api/v1/cases/{case_id}/reports/", {"format": "pdf"}, format="json")

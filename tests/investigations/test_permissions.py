@@ -26,7 +26,6 @@ from rest_framework.views import APIView
 from ingest.models import Event, IngestRun
 from investigations.cases import case_create, evidence_pin, saved_filter_add
 from investigations.models import Case, api_token_create
-from investigations.reports.generate import report_request
 from investigations.roles import SIEM_REFUSED, SIEM_VIEWS, Role, set_role
 from tests.investigations.logs import genlog
 
@@ -155,7 +154,7 @@ def test_every_route_declares_its_role() -> None:
 
 
 @pytest.fixture
-def world(ingest_bytes, personas, django_user_model, settings, tmp_path) -> World:  # type: ignore[no-untyped-def]
+def world(ingest_bytes, personas, django_user_model, settings, tmp_path, report_written) -> World:  # type: ignore[no-untyped-def]
     run = ingest_bytes(
         genlog(
             (T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"),
@@ -171,7 +170,7 @@ def world(ingest_bytes, personas, django_user_model, settings, tmp_path) -> Worl
     case.investigators.add(*(p.user for p in personas.values()))
     evidence_pin(case=case, event=event, user=case.created_by)
     saved_filter_add(case=case, user=case.created_by, name="ann", query="user=ann")
-    report_request(case=case, fmt="csv", user=case.created_by, queue=lambda report_id: None)
+    report_written(case, "csv", case.created_by)
     return World(event=event, run=run, owner=owner, case=case)
 
 

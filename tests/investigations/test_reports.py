@@ -36,10 +36,6 @@ def report_dir(tmp_path, settings):  # type: ignore[no-untyped-def]
     return settings.REPORT_DIR
 
 
-def no_queue(report_id: int) -> None:
-    raise AssertionError("a small report is written at once")
-
-
 def pdf_text(path: Path) -> str:
     out = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, check=True)
     return out.stdout.decode()
@@ -75,10 +71,12 @@ def crime_scene_case(investigator):  # type: ignore[no-untyped-def]
 
 
 @needs_pdftotext
-def test_the_pdf_names_the_culprit_the_statement_and_the_source_files_hash(crime_scene_case, investigator):
+def test_the_pdf_names_the_culprit_the_statement_and_the_source_files_hash(
+    report_written, crime_scene_case, investigator
+):
     truth = json.loads((CRIME_SCENE / "truth.json").read_text())
     drop = next(e for e in truth["entries"] if e.get("sql") == "DROP TABLE orders_old")
-    report = report_request(case=crime_scene_case, fmt="pdf", user=investigator, queue=no_queue)
+    report = report_written(crime_scene_case, "pdf", investigator)
     assert report.status == "done" and report.path.read_bytes().startswith(b"%PDF-")
     text = pdf_text(report.path)
     source = SourceFile.objects.get(path__endswith="mariadb-10.11.19-general.log")
@@ -93,9 +91,9 @@ def test_the_pdf_names_the_culprit_the_statement_and_the_source_files_hash(crime
     assert "logging switched off" in text
 
 
-def test_the_reports_sha256_and_size_are_stored(story_case, investigator):
+def test_the_reports_sha256_and_size_are_stored(report_written, story_case, investigator):
     for fmt in ("pdf", "csv", "json"):
-        report = report_request(case=story_case, fmt=fmt, user=investigator, queue=no_queue)
+        report = report_written(story_case, fmt, investigator)
         assert report.status == "done", report.error
         assert report.path.name == f"report-{report.pk}.{fmt}"
         assert (report.sha256, report.size) == (sha256(report.path), report.path.stat().st_size)
@@ -103,7 +101,9 @@ def test_the_reports_sha256_and_size_are_stored(story_case, investigator):
         assert report.generated_at is not None
 
 
-def test_the_csv_neutralises_formulas_in_statements_names_and_notes(ingest_bytes, investigator):
+def test_the_csv_neutralises_formulas_in_statements_names_and_notes(
+    report_written, ingest_bytes, investigator
+):
     from tests.investigations.cases_data import T0
     from tests.investigations.logs import genlog
 
@@ -117,7 +117,7 @@ def test_the_csv_neutralises_formulas_in_statements_names_and_notes(ingest_bytes
     case = case_create(user=investigator, title="=1+1")
     for event in Event.objects.filter(command="Query").order_by("id"):
         evidence_pin(case=case, event=event, user=investigator, note="+SUM(A1:A9)")
-    report = report_request(case=case, fmt="csv", user=investigator, queue=no_queue)
+    report = report_written(case, "csv", investigator)
     rows = list(csv.DictReader(io.StringIO(report.path.read_text(encoding="utf-8-sig"))))
     assert [r["sql"] for r in rows] == ["'" + FORMULA_SQL, "'\tSELECT 1"]
     assert all(r["note"] == "'+SUM(A1:A9)" for r in rows)
@@ -129,8 +129,8 @@ def test_the_csv_neutralises_formulas_in_statements_names_and_notes(ingest_bytes
         assert not any(str(v).startswith(("=", "+", "-", "@", "\t", "\r")) for v in row.values())
 
 
-def test_the_csv_has_one_row_per_evidence_event_with_its_provenance(story_case, investigator):
-    report = report_request(case=story_case, fmt="csv", user=investigator, queue=no_queue)
+def test_the_csv_has_one_row_per_evidence_event_with_its_provenance(report_written, story_case, investigator):
+    report = report_written(story_case, "csv", investigator)
     rows = list(csv.DictReader(io.StringIO(report.path.read_text(encoding="utf-8-sig"))))
     assert len(rows) == story_case.evidence.count()
     culprit = Event.objects.get(sql=CULPRIT_SQL)
@@ -147,14 +147,14 @@ def test_the_csv_has_one_row_per_evidence_event_with_its_provenance(story_case, 
     assert [r["number"] for r in rows] == [str(n) for n in range(1, len(rows) + 1)]
 
 
-def test_the_json_report_carries_the_manifest(story_case, investigator):
+def test_the_json_report_carries_the_manifest(report_written, story_case, investigator):
     started = Event.objects.get(sql=CULPRIT_SQL).occurred_at
     Gap.objects.create(
         server="db1", reason=Gap.Reason.LOGGING_OFF, started_at=started,
         ended_at=None, detail="SET GLOBAL general_log = OFF", source_file=SourceFile.objects.get(), line=3,
         byte_offset=100,
     )  # fmt: skip
-    report = report_request(case=story_case, fmt="json", user=investigator, queue=no_queue)
+    report = report_written(story_case, "json", investigator)
     data = json.loads(report.path.read_bytes())
     assert data["report"]["generated_by"] == "ivy" and data["report"]["id"] == report.pk
     assert data["case"]["title"] == "Who wiped shop.orders?" and data["case"]["investigators"] == ["ivy"]
@@ -180,8 +180,8 @@ def test_the_json_report_carries_the_manifest(story_case, investigator):
 
 
 @needs_pdftotext
-def test_hostile_text_is_shown_escaped_in_the_pdf(story_case, investigator):
-    report = report_request(case=story_case, fmt="pdf", user=investigator, queue=no_queue)
+def test_hostile_text_is_shown_escaped_in_the_pdf(report_written, story_case, investigator):
+    report = report_written(story_case, "pdf", investigator)
     text = pdf_text(report.path)
     assert "'<b>bold</b> & </para>'" in text  # markup in a statement is text, not markup
     assert "nul\\x01byte" in text and "\\u{202e}evil" in text  # invisible characters are made visible
@@ -189,7 +189,7 @@ def test_hostile_text_is_shown_escaped_in_the_pdf(story_case, investigator):
 
 
 @needs_pdftotext
-def test_a_very_long_statement_is_wrapped_and_its_cut_said(ingest_bytes, investigator):
+def test_a_very_long_statement_is_wrapped_and_its_cut_said(report_written, ingest_bytes, investigator):
     from tests.investigations.cases_data import T0
     from tests.investigations.logs import genlog
 
@@ -197,7 +197,7 @@ def test_a_very_long_statement_is_wrapped_and_its_cut_said(ingest_bytes, investi
     ingest_bytes(genlog((T0, 3, "Connect", "bob@h on shop using TCP/IP"), (T0, 3, "Query", long_sql)))
     case = case_create(user=investigator, title="Long")
     evidence_pin(case=case, event=Event.objects.get(command="Query"), user=investigator)
-    report = report_request(case=case, fmt="pdf", user=investigator, queue=no_queue)
+    report = report_written(case, "pdf", investigator)
     assert report.status == "done", report.error
     text = pdf_text(report.path)
     assert f"{len(long_sql) - 20_000:,} more characters" in text
@@ -206,13 +206,13 @@ def test_a_very_long_statement_is_wrapped_and_its_cut_said(ingest_bytes, investi
 
 
 @needs_pdftotext
-def test_a_stored_event_changed_or_gone_since_pinning_is_reported(story_case, investigator):
+def test_a_stored_event_changed_or_gone_since_pinning_is_reported(report_written, story_case, investigator):
     culprit = Event.objects.get(sql=CULPRIT_SQL)
     dropped = Event.objects.get(statement_type="DROP TABLE")
     Event.objects.filter(pk=culprit.pk).update(record_hash=b"\x00" * 16, sql="SELECT 1")
     Event.objects.filter(pk=dropped.pk).delete()
     for fmt in ("json", "pdf"):
-        report = report_request(case=story_case, fmt=fmt, user=investigator, queue=no_queue)
+        report = report_written(story_case, fmt, investigator)
         if fmt == "json":
             data = json.loads(report.path.read_bytes())
             states = {e["event_id"]: e["integrity"] for e in data["evidence"]}
@@ -225,13 +225,21 @@ def test_a_stored_event_changed_or_gone_since_pinning_is_reported(story_case, in
             assert "CHANGED SINCE PINNED" in text and f"MISSING: event {dropped.pk}" in text
 
 
-def test_a_large_case_is_queued_then_written_by_the_task(story_case, investigator, settings):
+def test_a_report_is_queued_on_commit_then_written_by_the_task(
+    story_case, investigator, django_capture_on_commit_callbacks, report_dir
+):
     from investigations.tasks import generate_report
 
-    settings.REPORT_SYNC_MAX = 2
     queued: list[int] = []
-    report = report_request(case=story_case, fmt="pdf", user=investigator, queue=queued.append)
-    assert report.status == "queued" and report.file_name == ""
+    with django_capture_on_commit_callbacks() as callbacks:
+        report = report_request(case=story_case, fmt="pdf", user=investigator, queue=queued.append)
+        assert queued == []  # nothing is sent before the row is committed
+    report.refresh_from_db()
+    assert report.status == "queued" and report.sha256 == "" and report.path is None
+    assert not Path(report_dir).exists()  # nothing written in the request
+    for callback in callbacks:
+        callback()
+    assert queued == [report.pk]
     generate_report(report.pk)  # the Celery task's own function, as a worker runs it
     report.refresh_from_db()
     assert report.status == "done" and report.progress == report.total == story_case.evidence.count()
@@ -239,8 +247,30 @@ def test_a_large_case_is_queued_then_written_by_the_task(story_case, investigato
     assert report_generate(report.pk) is None  # claimed once: a second delivery does nothing
 
 
-def test_the_case_page_generates_and_downloads_a_report(investigator_client, story_case, django_user_model):
-    answer = investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "csv"})
+def test_the_case_page_answers_at_once_with_the_report_queued(
+    investigator_client, story_case, django_capture_on_commit_callbacks, celery_eager
+):
+    with django_capture_on_commit_callbacks() as callbacks:
+        answer = investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "pdf"})
+    assert answer.status_code == 302 and len(callbacks) == 1
+    report = Report.objects.get(case=story_case)
+    assert report.status == "queued" and report.sha256 == "" and report.path is None
+    # Without JavaScript, a reload shows it queued; with htmx, the list asks again every second.
+    page = investigator_client.get(reverse("case-detail", args=[story_case.pk])).content.decode()
+    assert "queued" in page and 'hx-trigger="every 1s"' in page
+    assert reverse("report-download", args=[report.pk]) not in page
+    callbacks[0]()  # the commit: the task is sent (run here, eagerly, as a worker would)
+    report.refresh_from_db()
+    assert report.status == "done" and report.sha256 == sha256(report.path)
+    page = investigator_client.get(reverse("case-detail", args=[story_case.pk])).content.decode()
+    assert report.sha256 in page and 'hx-trigger="every 1s"' not in page
+
+
+def test_the_case_page_generates_and_downloads_a_report(
+    investigator_client, story_case, django_user_model, django_capture_on_commit_callbacks, celery_eager
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "csv"})
     assert answer.status_code == 302
     report = Report.objects.get(case=story_case)
     page = investigator_client.get(reverse("case-detail", args=[story_case.pk])).content.decode()
@@ -267,16 +297,20 @@ def test_a_running_report_shows_its_progress_and_is_polled(investigator_client, 
     assert "2,400 of 10,000 events" in part and "<html" not in part
 
 
-def test_generating_and_downloading_a_report_is_in_the_audit_trail(investigator_client, story_case):
+def test_generating_and_downloading_a_report_is_in_the_audit_trail(
+    investigator_client, story_case, django_capture_on_commit_callbacks, celery_eager
+):
     from investigations.audit import Action, AuditRecord
 
-    investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "pdf"})
+    with django_capture_on_commit_callbacks(execute=True):
+        investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "pdf"})
     report = Report.objects.get(case=story_case)
     b"".join(investigator_client.get(reverse("report-download", args=[report.pk])).streaming_content)
     made, fetched = (
         AuditRecord.objects.get(action=a) for a in (Action.REPORT_CREATE, Action.REPORT_DOWNLOAD)
     )
     assert made.username == fetched.username == "ivy"
-    assert made.details == {"case": story_case.pk, "report": report.pk, "format": "pdf", "status": "done",
-                            "sha256": report.sha256}  # fmt: skip
+    # Asked for, the report was queued: its hash is in the download's record.
+    assert made.details == {"case": story_case.pk, "report": report.pk, "format": "pdf", "status": "queued",
+                            "sha256": ""}  # fmt: skip
     assert fetched.details["report"] == report.pk and fetched.details["sha256"] == report.sha256

@@ -44,7 +44,6 @@ def test_a_large_report_is_written_by_a_worker_with_its_progress(
         for e in Event.objects.filter(command="Query")[:EVENTS]
     )  # fmt: skip
     total = case.evidence.count()
-    settings.REPORT_SYNC_MAX = 100
     settings.REPORT_DIR = tmp_path / "reports"
     from auditweb.celery import app
 

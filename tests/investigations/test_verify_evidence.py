@@ -15,7 +15,6 @@ from ingest.models import Event
 from ingest.pipeline import ingest_file, source_for_path
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case, Report
-from investigations.reports.generate import report_request
 from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.django_db
@@ -32,10 +31,6 @@ def verify(*args: str) -> tuple[int, str]:
     return 0, out.getvalue()
 
 
-def no_queue(report_id: int) -> None:
-    raise AssertionError("a small report is written at once")
-
-
 @pytest.fixture
 def log(tmp_path: Path) -> Path:
     path = tmp_path / "general.log"
@@ -47,13 +42,13 @@ def log(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def case(log, investigator, settings, tmp_path):  # type: ignore[no-untyped-def]
+def case(report_written, log, investigator, settings, tmp_path):  # type: ignore[no-untyped-def]
     settings.REPORT_DIR = tmp_path / "reports"
     case = case_create(user=investigator, title="Who wiped shop.orders?")
     for event in Event.objects.filter(destructive=True).order_by("id")[:3]:
         evidence_pin(case=case, event=event, user=investigator, note="")
     for fmt in ("json", "csv", "pdf"):
-        report_request(case=case, fmt=fmt, user=investigator, queue=no_queue)
+        report_written(case, fmt, investigator)
     assert Report.objects.filter(case=case, status=Report.Status.DONE).count() == 3
     return case
 
