@@ -25,6 +25,7 @@ def test_an_event_is_pinned_from_the_explorer_into_a_new_case_and_its_pdf_downlo
     ingest_bytes,
     settings,
     tmp_path,
+    celery_eager,
 ) -> None:  # type: ignore[no-untyped-def]
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
@@ -52,6 +53,7 @@ def test_an_event_is_pinned_from_the_explorer_into_a_new_case_and_its_pdf_downlo
     done.get_by_role("link").click()
     page.wait_for_url(f"**/cases/{case.pk}/")
     assert "DROP TABLE orders_old" in page.inner_text("#evidence")
+    # The report is queued on commit; the task runs there and then (eagerly), as a worker would.
     page.get_by_role("button", name="PDF report").click()
     page.wait_for_url(f"**/cases/{case.pk}/#reports")
     with page.expect_download() as waiting:
