@@ -81,3 +81,14 @@ def test_an_out_of_range_integer_is_a_problem_of_its_record_only(ingest_bytes, f
     # The value is kept out of the bigint column (and in the record's extra).
     assert [e for e in events if e.connection_id is None or ("customers" in e.sql and not e.rows_affected)]
     assert any("DELETE" in e.sql for e in events)
+
+
+def test_a_long_unterminated_string_head_is_read_once() -> None:
+    """A statement over MAX_PARSE whose head ends inside a string on a lone backslash: every
+    later quote used to start the string again (42 s at 64 KiB; the time is bench/hostile_bench.py's)."""
+    from ingest.sql import classify
+    from ingest.sql.lexer import normalize_key
+
+    statement = "DELETE " + "\\'" * 40_000
+    assert classify(statement).statement_type == "DELETE"
+    assert normalize_key("SELECT 'abc\\") == "SELECT ?"  # the cut string is one literal to the end

@@ -31,10 +31,13 @@ _STRIP = " \t\r\n\f\v\x00;"
 # Shared fragments. Quotes follow the server's default sql_mode: backslash
 # escapes and doubled quotes both work, "..." is a string (no ANSI_QUOTES).
 # A literal cut off by truncation runs to the end of the text instead of
-# swallowing nothing.
-SINGLE_QUOTED = r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*(?:'|\Z)"
-DOUBLE_QUOTED = r'"[^"\\]*(?:(?:\\.|"")[^"\\]*)*(?:"|\Z)'
-_IDENT = r"`[^`]*(?:``[^`]*)*(?:`|\Z)"
+# swallowing nothing, even when the cut leaves a lone backslash at the end. Possessive,
+# and a literal always matches from its opening quote: a search never tries again from
+# each later quote (an unterminated `\'\'\'...` head of a long statement was quadratic:
+# 42 s for 64 KiB).
+SINGLE_QUOTED = r"'[^'\\]*+(?:(?:(?s:\\.)|'')[^'\\]*+)*+(?:'|\\?\Z)"
+DOUBLE_QUOTED = r'"[^"\\]*+(?:(?:(?s:\\.)|"")[^"\\]*+)*+(?:"|\\?\Z)'
+_IDENT = r"`[^`]*+(?:``[^`]*+)*+(?:`|\Z)"
 # MySQL's "-- " comment needs a whitespace or control character after the dashes
 # (`a--1` is arithmetic); "#" runs to the end of the line.
 _LINE_COMMENT = r"--(?=[\x00-\x20]|\Z)[^\n]* | \#[^\n]*"
