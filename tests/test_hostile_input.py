@@ -92,3 +92,11 @@ def test_a_long_unterminated_string_head_is_read_once() -> None:
     statement = "DELETE " + "\\'" * 40_000
     assert classify(statement).statement_type == "DELETE"
     assert normalize_key("SELECT 'abc\\") == "SELECT ?"  # the cut string is one literal to the end
+
+
+def test_nested_executable_comments_do_not_overflow_the_stack() -> None:
+    from ingest.sql import classify
+
+    c = classify("DELETE FROM t " + "/*!" * 5000)  # before: RecursionError out of classify
+    assert (c.statement_type, c.destructive) == ("DELETE", True)
+    assert classify("/*!40101 SET @a=1 */").statement_type == "SET"  # one level still unwrapped
