@@ -169,8 +169,9 @@ def cpu(work: Callable[[], object], repeat: int) -> float:
 
 
 def cases(size: int, only: str) -> Iterator[tuple[str, str, Callable[[int], Callable[[], object]]]]:
+    wanted = set(only.split(";")) if only else set(BODIES)
     for shape, body in BODIES.items():
-        if only and only != shape:
+        if shape not in wanted:
             continue
         for head in SQL_HEADS:
             yield "classifier", f"{head!r}+{shape}", lambda n, h=head, b=body: lambda: classify(h + b(n))
@@ -182,7 +183,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=int, default=1 << 20)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--only", default="", help="one shape of bench/regex_audit.py BODIES")
+    ap.add_argument("--only", default="", help="shapes of bench/regex_audit.py BODIES, separated by ';'")
     ap.add_argument("--verbose", action="store_true", help="print every case as it is measured")
     args = ap.parse_args()
     machine = platform.processor() or platform.machine()

@@ -589,6 +589,8 @@ class SessionTracker:
             flags.add("failed")
         if when is None:
             flags.add("time_unknown")
+        if "cut" in record.extra:
+            flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
         event = Event(
             occurred_at=when,
             server=self.server,

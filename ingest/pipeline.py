@@ -44,6 +44,7 @@ from ingest.parsers.json_audit import parse_json_audit
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
+from ingest.reading import CappedLines, uncut
 from ingest.sources import check_sources_health
 from ingest.store import EventWriter
 
@@ -285,7 +286,10 @@ def ingest_file(
     def parse() -> Iterator[tuple[object, ...]]:
         """The parsing side: ("batch", formatted, problems, events, bytes read)..., then
         ("done", bytes read, content bytes, their SHA-256, the tracker's state)."""
-        items = gaps.process(classify_events(tracker.process(parser(opened.lines, hints)), tracker.routines))
+        # Each line bounded (a 1 GiB line, or a .gz bomb): cut lines keep their head, length, hash.
+        lines = CappedLines(opened.lines, settings.INGEST_MAX_LINE_BYTES)  # type: ignore[arg-type]
+        records = uncut(parser(lines, hints), lines.cuts)
+        items = gaps.process(classify_events(tracker.process(records), tracker.routines))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
             extra = (batch.corrections, batch.gaps)

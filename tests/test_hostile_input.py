@@ -100,3 +100,56 @@ def test_nested_executable_comments_do_not_overflow_the_stack() -> None:
     c = classify("DELETE FROM t " + "/*!" * 5000)  # before: RecursionError out of classify
     assert (c.statement_type, c.destructive) == ("DELETE", True)
     assert classify("/*!40101 SET @a=1 */").statement_type == "SET"  # one level still unwrapped
+
+
+def test_a_huge_line_in_a_small_gz_is_cut_and_the_rest_goes_on(tmp_path, settings) -> None:
+    """A 128 MiB statement in a small .gz (the issue's was 1 GiB in 1 MB: 6.9 GiB in the parsing
+    process and 0 events stored); with a 1 MiB cap, the event keeps 1 MiB and the file goes on."""
+    import gzip
+    import hashlib
+
+    from ingest.pipeline import ingest_file, source_for_path
+
+    settings.INGEST_MAX_LINE_BYTES = 1 << 20
+    settings.INGEST_PARALLEL = False  # the cut is the same in one process; this keeps it quick
+    head = b"2024-05-01T10:00:01.000000Z\t    7 Query\tDELETE FROM shop.orders WHERE note = '"
+    filler = b"x" * (1 << 20)
+    tail = b"'\n"
+    after = b"2024-05-01T10:00:02.000000Z\t    7 Query\tDROP TABLE shop.customers\n"
+    path = tmp_path / "bomb.log.gz"
+    digest = hashlib.sha256(head)
+    with gzip.open(path, "wb", compresslevel=9) as gz:
+        gz.write(head)
+        for _ in range(128):  # 128 MiB of the same byte: about 128 KB compressed
+            gz.write(filler)
+            digest.update(filler)
+        gz.write(tail + after)
+    digest.update(tail)
+    assert path.stat().st_size < 2 * 1024 * 1024
+    length = len(head) + 128 * len(filler) + len(tail)
+    source = source_for_path(path, server="bomb", fmt="general-log", tz="UTC")
+    run = ingest_file(path, source=source, fmt="general-log")
+    assert run.status == "done", run.error
+    delete, drop = Event.objects.filter(ingest_run=run).order_by("byte_offset")
+    assert drop.statement_type == "DROP TABLE" and drop.byte_offset == length  # the file went on
+    assert delete.statement_type == "DELETE" and delete.byte_offset == 0
+    assert bytes(delete.raw).startswith(head) and len(delete.raw) < 1 << 20  # a prefix, bounded
+    assert "cut" in delete.flags and delete.sql.startswith("DELETE FROM shop.orders WHERE note = 'xxx")
+    (problem,) = ParseProblem.objects.filter(run=run)
+    assert problem.offset == 0 and f"holds {length} bytes (sha256 {digest.hexdigest()})" in problem.reason
+
+
+def test_a_forbidden_character_reference_is_a_problem_not_a_crash() -> None:
+    """Found by tests/test_fuzz.py: `&#0;` in an attribute raised ValueError out of the parser."""
+    from ingest.parsers.records import LogRecord, Problem
+    from ingest.parsers.xml_audit import parse_xml_audit
+
+    lines = [
+        b"<AUDIT>\n",
+        b'<AUDIT_RECORD NAME="Query" CONNECTION_ID="3" SQLTEXT="a&#0;b"/>\n',
+        b'<AUDIT_RECORD NAME="Query" CONNECTION_ID="3" SQLTEXT="DELETE FROM t"/>\n',
+        b"</AUDIT>\n",
+    ]
+    items = list(parse_xml_audit(lines))
+    assert [type(i) for i in items] == [Problem, LogRecord]
+    assert items[1].argument == b"DELETE FROM t"

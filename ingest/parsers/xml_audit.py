@@ -57,7 +57,8 @@ _TAG_STRUCTURE = re.compile(rb'[">]')  # what matters inside a tag: quotes, and 
 # The rest of a tag up to its `>`, quoted values skipped (possessive: it never backtracks).
 _TAG_REST = re.compile(rb'(?:[^">]++|"[^"]*+")*+>')
 # What may stand between records: the XML declaration, the <AUDIT> element's tags, space.
-_ENVELOPE = re.compile(rb"(?:\s+|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*")
+# Possessive: `(?:\s+)*` alone is exponential once anything must follow the spaces.
+_ENVELOPE = re.compile(rb"(?:\s++|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*+")
 # A line that is one whole OLD-layout record: `<AUDIT_RECORD name="value" .../>` and space
 # around it. Values hold no `<`, `"` or control byte XML forbids; whatever else goes to
 # the scanner below, which reads (or reports) it the long way. The servers write names in
@@ -301,7 +302,10 @@ def _normalised(fields: dict[str, str]) -> dict[str, str] | None:
         if "\t" in value or "\n" in value or "\r" in value:
             value = value.translate(_WHITESPACE)
         if "&" in value:
-            unescaped = _ENTITY.sub(_entity, value)
+            try:
+                unescaped = _ENTITY.sub(_entity, value)
+            except ValueError:  # a reference to a character XML forbids (&#0;): ElementTree says why
+                return None
             if "&" in _ENTITY.sub("", value):
                 return None
             value = unescaped
