@@ -273,6 +273,11 @@ CELERY_BEAT_SCHEDULE = {
 
 # Events per COPY batch (one transaction each): bigger is faster, smaller loses less on a crash.
 INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
+# Longest line of a log file read whole; a longer one keeps its head and its last 4 KiB, its
+# length and its SHA-256 (ingest.reading), and the rest of the file goes on.
+INGEST_MAX_LINE_BYTES = env_int("INGEST_MAX_LINE_BYTES", 16 * 1024 * 1024)
+if INGEST_MAX_LINE_BYTES < 64 * 1024:
+    raise ImproperlyConfigured("INGEST_MAX_LINE_BYTES must be at least 65536 (64 KiB)")
 # Parse a file in a second process while this one writes to PostgreSQL (Linux: os.fork).
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # A source with at least this many bytes to read is shared out between the workers in ranges of

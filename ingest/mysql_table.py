@@ -71,7 +71,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ingest.parsers.general_log_table import canonical_row, row_hash, row_record
-from ingest.parsers.records import LogRecord
+from ingest.parsers.records import LogRecord, Problem, out_of_range
 
 __all__ = ["QUERY", "TABLE", "Puller", "pull"]
 
@@ -149,7 +149,7 @@ class Puller:
 
     # -- the rows ------------------------------------------------------------------------
 
-    def records(self) -> Iterator[LogRecord]:
+    def records(self) -> Iterator[LogRecord | Problem]:
         """Every row not yet pulled, oldest first, as a LogRecord.
 
         1. Read from `since` (or from the start) in event_time order.
@@ -196,7 +196,11 @@ class Puller:
                     )
                     record.extra["row_hash"] = h
                     self.rows_new += 1
+                    # thread_id is BIGINT UNSIGNED: above 2^63 it is a problem of this row.
+                    problem = out_of_range(record)
                     yield record
+                    if problem is not None:
+                        yield problem
             self._complete = True
         finally:
             cursor.close()

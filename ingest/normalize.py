@@ -644,6 +644,8 @@ class SessionTracker:
         masked = mask_secrets(sql)
         if masked is not sql:
             flags.add("secret_masked")
+        if extra and "cut" in extra:
+            flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
         event = Event(
             occurred_at=when,
             server=self.server,

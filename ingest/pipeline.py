@@ -6,6 +6,7 @@ open file -> parse -> track sessions -> classify -> write batches (one transacti
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gzip
 import hashlib
 import io
@@ -46,6 +47,7 @@ from ingest.parsers.json_audit import parse_json_audit
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
+from ingest.reading import CappedLines, uncut
 from ingest.sources import check_sources_health
 from ingest.store import EventWriter
 from ingest.textsafe import storable
@@ -310,7 +312,10 @@ def ingest_file(
     def parse() -> Iterator[tuple[object, ...]]:
         """The parsing side: ("batch", formatted, problems, events, bytes read)..., then
         ("done", bytes read, content bytes, their SHA-256, the tracker's state)."""
-        items = gaps.process(classify_events(tracker.process(parser(opened.lines, hints)), tracker.routines))
+        # Each line bounded (a 1 GiB line, or a .gz bomb): cut lines keep their head, length, hash.
+        lines = CappedLines(opened.lines, settings.INGEST_MAX_LINE_BYTES)  # type: ignore[arg-type]
+        records = uncut(parser(lines, hints), lines.cuts)
+        items = gaps.process(classify_events(tracker.process(records), tracker.routines))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
             extra = (batch.corrections, batch.gaps)
@@ -380,6 +385,27 @@ def ingest_file(
     return run
 
 
+# linux/prctl.h: ask the kernel for a signal when the parent ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Make this (forked) process die when `parent`, the process that forked it, dies.
+
+    A child that is between two messages (parsing a long record, classifying) never
+    notices that its pipe has no reader any more: a killed `manage.py ingest`, or a
+    worker stopped by Celery's hard time limit, would leave it running with no parent.
+    On Linux the kernel kills it with the parent (prctl PR_SET_PDEATHSIG; strictly, with
+    the thread that forked it, which is the one iterating in_second_process, alive as long
+    as the messages are read). Elsewhere the closed pipe still ends it at its next write.
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the line above: nobody will read
+        os._exit(1)
+
+
 def in_second_process(produce: Callable[[], Iterator[T]]) -> Iterator[T]:
     """Run the generator `produce` in a forked child process and yield what it yields.
 
@@ -390,8 +416,10 @@ def in_second_process(produce: Callable[[], Iterator[T]]) -> Iterator[T]:
     raised here. If this side stops early, the child is killed.
     """
     read_end, write_end = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child
+        _die_with(parent)
         os.close(read_end)
         status = 0
         with os.fdopen(write_end, "wb", buffering=1 << 20) as out:

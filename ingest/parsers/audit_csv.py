@@ -25,7 +25,7 @@ import csv
 from collections.abc import Iterable, Iterator
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
 
 __all__ = ["FORMAT", "parse_audit_csv", "recognise"]
 
@@ -124,6 +124,11 @@ _USED = {"NAME", "TIMESTAMP", "CONNECTION_ID", "STATUS", "SQLTEXT", "USER", "HOS
 
 
 def parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
+    """See `_parse_audit_csv`; integers a bigint cannot hold become problems of their record."""
+    return checked_integers(_parse_audit_csv(lines, start_offset=start_offset, start_line=start_line))
+
+
+def _parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
     """Every record and problem of a Percona CSV audit log, in order. See the module docstring."""
     offset, number = start_offset, start_line
     reader = _OneLine()

@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 
 from ingest.parsers.audit_fields import parse_user_host
 from ingest.parsers.general_log import COMMANDS, parse_connect
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
 
 __all__ = [
     "FORMAT_CSV",
@@ -269,6 +269,13 @@ def _time_or_problem(
 def parse_general_log_csv(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1
 ) -> Iterator[Item]:
+    """See `_parse_general_log_csv`; integers a bigint cannot hold become problems of their record."""
+    return checked_integers(_parse_general_log_csv(lines, start_offset=start_offset, start_line=start_line))
+
+
+def _parse_general_log_csv(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1
+) -> Iterator[Item]:
     """Every row of a `general_log.CSV` file as a LogRecord, and a Problem for each bad line.
 
     The CSV engine writes newlines and carriage returns inside values as `\\n` and `\\r`,
@@ -390,6 +397,13 @@ def _tsv_row(raw: bytes, line: int, offset: int) -> Iterator[Item]:
 
 
 def parse_general_log_tsv(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1
+) -> Iterator[Item]:
+    """See `_parse_general_log_tsv`; integers a bigint cannot hold become problems of their record."""
+    return checked_integers(_parse_general_log_tsv(lines, start_offset=start_offset, start_line=start_line))
+
+
+def _parse_general_log_tsv(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1
 ) -> Iterator[Item]:
     """Every row of a tab-separated `SELECT ... INTO OUTFILE` export, and a Problem per bad row.

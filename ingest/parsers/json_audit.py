@@ -56,7 +56,7 @@ from typing import Any
 import orjson
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
 
 __all__ = ["FORMAT", "MAX_OBJECT_BYTES", "parse_json_audit", "recognise"]
 
@@ -575,5 +575,5 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
 def parse_json_audit(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
     """Every record and problem of a JSON audit log, in order. See the module docstring."""
     scanner = _Scanner(start_offset, start_line)
-    yield from scanner.feed(lines)
-    yield from scanner.finish()
+    yield from checked_integers(scanner.feed(lines))
+    yield from checked_integers(scanner.finish())

@@ -6,6 +6,7 @@ No Django here: parsers turn bytes into these objects, and everything downstream
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -65,3 +66,48 @@ class Problem:
 
 
 Item = LogRecord | ServerStart | Problem
+
+# What a PostgreSQL bigint column (connection_id, rows_affected, ...) holds. A log may
+# print any digits (a 20-digit thread id, a McAfee `rows` above 2^63): such a value is a
+# problem of its record, never of the file (one of them used to abort the whole batch).
+BIGINT_MIN, BIGINT_MAX = -(2**63), 2**63 - 1
+_BIGINT_FIELDS = ("connection_id", "rows_affected")
+
+
+def out_of_range(record: LogRecord) -> Problem | None:
+    """Move the integers of `record` that a bigint cannot hold out of it, and say so.
+
+    Each such field becomes None (unknown, as for a log that does not give it) and its
+    digits are kept in `extra` under the field's name; the Problem returned, at the
+    record's position, names them (it holds no bytes: the record has them).
+    """
+    bad = []
+    for name in _BIGINT_FIELDS:
+        value = getattr(record, name)
+        if value is not None and not BIGINT_MIN <= value <= BIGINT_MAX:
+            setattr(record, name, None)
+            record.extra[name] = str(value)
+            bad.append(f"{name} {value}")
+    if not bad:
+        return None
+    return Problem(
+        line=record.line,
+        offset=record.offset,
+        raw=b"",
+        reason=f"out of range for a 64-bit integer: {', '.join(bad)}; the record is kept without it",
+    )
+
+
+def checked_integers(items: Iterable[Item]) -> Iterator[Item]:
+    """`items`, each record followed by the Problem of its out-of-range integers if any."""
+    for item in items:
+        if type(item) is LogRecord and (
+            (item.connection_id is not None and not BIGINT_MIN <= item.connection_id <= BIGINT_MAX)
+            or (item.rows_affected is not None and not BIGINT_MIN <= item.rows_affected <= BIGINT_MAX)
+        ):
+            problem = out_of_range(item)
+            yield item
+            if problem is not None:
+                yield problem
+            continue
+        yield item

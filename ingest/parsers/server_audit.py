@@ -117,7 +117,7 @@ import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
 
 __all__ = ["FORMAT", "parse_server_audit", "recognise"]
 
@@ -351,6 +351,15 @@ class _Times:
 
 
 def parse_server_audit(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, year: int | None = None
+) -> Iterator[Item]:
+    """See `_parse_server_audit`; integers a bigint cannot hold become problems of their record."""
+    return checked_integers(
+        _parse_server_audit(lines, start_offset=start_offset, start_line=start_line, year=year)
+    )
+
+
+def _parse_server_audit(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, year: int | None = None
 ) -> Iterator[Item]:
     """Every record and problem of a server_audit log, in order. See the module docstring.

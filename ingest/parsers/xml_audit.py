@@ -44,7 +44,7 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
 
 __all__ = ["FORMAT", "MAX_RECORD_BYTES", "parse_xml_audit", "recognise"]
 
@@ -57,7 +57,8 @@ _TAG_STRUCTURE = re.compile(rb'[">]')  # what matters inside a tag: quotes, and 
 # The rest of a tag up to its `>`, quoted values skipped (possessive: it never backtracks).
 _TAG_REST = re.compile(rb'(?:[^">]++|"[^"]*+")*+>')
 # What may stand between records: the XML declaration, the <AUDIT> element's tags, space.
-_ENVELOPE = re.compile(rb"(?:\s+|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*")
+# Possessive: `(?:\s+)*` alone is exponential once anything must follow the spaces.
+_ENVELOPE = re.compile(rb"(?:\s++|<\?xml[^>]*\?>|<AUDIT>|</AUDIT>)*+")
 # A line that is one whole OLD-layout record: `<AUDIT_RECORD name="value" .../>` and space
 # around it. Values hold no `<`, `"` or control byte XML forbids; whatever else goes to
 # the scanner below, which reads (or reports) it the long way. The servers write names in
@@ -257,7 +258,7 @@ def _fields(element: ET.Element) -> tuple[dict[str, str], dict[str, str]]:
 # ElementTree, which either reads it or says why not.
 _VALUE = "\x00"  # stands for each quoted value in the skeleton (XML forbids it in the text)
 _SKELETON = re.compile(r"<AUDIT_RECORD(?:\s+[A-Za-z_][\w.-]*\s*=\s*\x00)*\s*/>\s*")
-_NAME = re.compile(r"([A-Za-z_][\w.-]*)\s*=\s*\x00")
+_NAME = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*+)\s*=\s*\x00")  # from a name's start only
 _ENTITY = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]{1,7})|#x([0-9A-Fa-f]{1,6}));")
 _NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
 _WHITESPACE = str.maketrans("\t\n\r", "   ")  # attribute-value normalisation (XML 1.0, 3.3.3)
@@ -301,7 +302,10 @@ def _normalised(fields: dict[str, str]) -> dict[str, str] | None:
         if "\t" in value or "\n" in value or "\r" in value:
             value = value.translate(_WHITESPACE)
         if "&" in value:
-            unescaped = _ENTITY.sub(_entity, value)
+            try:
+                unescaped = _ENTITY.sub(_entity, value)
+            except ValueError:  # a reference to a character XML forbids (&#0;): ElementTree says why
+                return None
             if "&" in _ENTITY.sub("", value):
                 return None
             value = unescaped
@@ -394,5 +398,5 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
 def parse_xml_audit(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
     """Every record and problem of an XML audit log, in order. See the module docstring."""
     scanner = _Scanner(start_offset, start_line)
-    yield from scanner.feed(lines)
-    yield from scanner.finish()
+    yield from checked_integers(scanner.feed(lines))
+    yield from checked_integers(scanner.finish())

@@ -31,10 +31,13 @@ _STRIP = " \t\r\n\f\v\x00;"
 # Shared fragments. Quotes follow the server's default sql_mode: backslash
 # escapes and doubled quotes both work, "..." is a string (no ANSI_QUOTES).
 # A literal cut off by truncation runs to the end of the text instead of
-# swallowing nothing.
-SINGLE_QUOTED = r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*(?:'|\Z)"
-DOUBLE_QUOTED = r'"[^"\\]*(?:(?:\\.|"")[^"\\]*)*(?:"|\Z)'
-_IDENT = r"`[^`]*(?:``[^`]*)*(?:`|\Z)"
+# swallowing nothing, even when the cut leaves a lone backslash at the end. Possessive,
+# and a literal always matches from its opening quote: a search never tries again from
+# each later quote (an unterminated `\'\'\'...` head of a long statement was quadratic:
+# 42 s for 64 KiB).
+SINGLE_QUOTED = r"'[^'\\]*+(?:(?:(?s:\\.)|'')[^'\\]*+)*+(?:'|\\?\Z)"
+DOUBLE_QUOTED = r'"[^"\\]*+(?:(?:(?s:\\.)|"")[^"\\]*+)*+(?:"|\\?\Z)'
+_IDENT = r"`[^`]*+(?:``[^`]*+)*+(?:`|\Z)"
 # MySQL's "-- " comment needs a whitespace or control character after the dashes
 # (`a--1` is arithmetic); "#" runs to the end of the line.
 _LINE_COMMENT = r"--(?=[\x00-\x20]|\Z)[^\n]* | \#[^\n]*"
@@ -117,14 +120,22 @@ def clean(sql: str) -> str:
     return text
 
 
-def _key_token(m: re.Match[str]) -> str:
+# The server does not nest comments; `/*!/*!/*!...` (hostile) is unwrapped this many
+# levels deep, then read as a comment: each level re-reads the rest of the text, and
+# without a bound the recursion overflowed Python's stack.
+_MAX_EXEC_DEPTH = 4
+
+
+def _key_token(m: re.Match[str], depth: int = 0) -> str:
     kind = m.lastgroup
     if kind == "ident":
         return m.group()
     if kind == "comment":
         return " "
     if kind == "exec":
-        return " " + _KEY_RE.sub(_key_token, m.group("exec")) + " "
+        if depth >= _MAX_EXEC_DEPTH:
+            return " "
+        return " " + _KEY_RE.sub(lambda inner: _key_token(inner, depth + 1), m.group("exec")) + " "
     return "?"
 
 
@@ -216,19 +227,21 @@ def fingerprint_of_key(key: str) -> str:
     return " ".join(shape_of(key).lower().split())
 
 
-def _comment_token(m: re.Match[str]) -> str:
+def _comment_token(m: re.Match[str], depth: int = 0) -> str:
     kind = m.lastgroup
     if kind == "comment":
         return " "
     if kind == "exec":
-        return " " + strip_comments(m.group("exec")) + " "
+        if depth >= _MAX_EXEC_DEPTH:
+            return " "
+        return " " + strip_comments(m.group("exec"), depth + 1) + " "
     return m.group()
 
 
-def strip_comments(text: str) -> str:
+def strip_comments(text: str, depth: int = 0) -> str:
     """`text` without comments, executable comments unwrapped, literals intact."""
     if "/*" in text or "#" in text or "--" in text:
-        return _COMMENT_RE.sub(_comment_token, text).strip()
+        return _COMMENT_RE.sub(lambda m: _comment_token(m, depth), text).strip()
     return text
 
 

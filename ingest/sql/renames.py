@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 
 # A table name: `db`.`t`, db.t, `t` or t (backquotes doubled inside a quoted name).
-_NAME = r"(?:`(?:[^`]|``)+`|[\w$]+)(?:\s*\.\s*(?:`(?:[^`]|``)+`|[\w$]+))?"
+# Possessive, and a pair starts where a name starts: searching a long word from each of
+# its characters, or trying every shorter reading of a name, was quadratic.
+_NAME = r"(?:`(?:[^`]|``)++`|[\w$]++)(?:\s*\.\s*(?:`(?:[^`]|``)++`|[\w$]++))?"
 _RENAME_TABLE = re.compile(r"^\s*RENAME\s+TABLES?\s+(?P<pairs>.+)$", re.IGNORECASE | re.DOTALL)
-_PAIR = re.compile(rf"(?P<old>{_NAME})\s+TO\s+(?P<new>{_NAME})", re.IGNORECASE)
+_PAIR = re.compile(rf"(?<![\w$`])(?P<old>{_NAME})\s+TO\s+(?P<new>{_NAME})", re.IGNORECASE)
 _ALTER_RENAME = re.compile(
-    rf"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?P<old>{_NAME})\s+(?:.*?,\s*)?"
+    rf"^\s*ALTER\s+(?:ONLINE\s+|IGNORE\s+)*TABLE\s+(?P<old>{_NAME})\s++(?:.*?,\s*)?"
     rf"RENAME\s+(?:TO\s+|AS\s+)?(?!COLUMN\b|INDEX\b|KEY\b)(?P<new>{_NAME})",
     re.IGNORECASE | re.DOTALL,
 )

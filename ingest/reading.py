@@ -1,0 +1,174 @@
+"""Reading a log's lines with a bound on each: a hostile line cannot take the memory (issue 18).
+
+Pure (no Django). A log line can be as long as max_allowed_packet allows (1 GiB), and a
+1 MB `.gz` can hold one. `CappedLines` hands the parser every line of a binary stream as
+it is, but a line longer than `cap` bytes, which it hands over as its head, a marker, and
+its last `TAIL_BYTES` bytes (the end of a line holds what parsers need to close a record:
+a closing quote, a return code, a `}`):
+
+    <head> [AuditWeb: 1073741824-byte line cut, sha256 9f86d0...] <tail>
+
+The line is read in bounded pieces, hashed and counted on the way; nothing else of it is
+kept. Each cut is remembered (`Cut`), so that `uncut` can give the parser's items back
+their true offsets (a parser counts the bytes it was handed) and make each record's raw
+bytes a true prefix of the file again (its bytes up to the cut): the record stays evidence
+of where it was and how it began, carries the length and hash of the whole line, and a
+Problem at its offset says that it was cut. The rest of the file goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
+
+TAIL_BYTES = 4096
+_PIECE = 1 << 20  # what is read of an over-long line at a time
+
+
+@dataclass(frozen=True, slots=True)
+class Cut:
+    line: int  # the line's number (1-based, counted from the first line read)
+    start: int  # the line's offset as the parser counts (what it was handed before it)
+    head: int  # bytes of the line kept before the marker
+    handed: int  # bytes handed to the parser for it (head, marker, tail)
+    length: int  # the line's true length
+    sha256: str  # of the whole line
+    excerpt: bytes  # its first PROBLEM_EXCERPT_BYTES
+
+    @property
+    def removed(self) -> int:
+        return self.length - self.handed
+
+
+def _head(line: bytes, size: int) -> bytes:
+    """The first `size` bytes of `line`, not ending inside a UTF-8 character or an escape."""
+    head = line[:size]
+    # Step back over continuation bytes (10xxxxxx) and the lead byte before them, so the
+    # marker never splits a character; then over backslashes, so none escapes the marker.
+    j = len(head)
+    while j > 0 and len(head) - j < 3 and 0x80 <= head[j - 1] <= 0xBF:
+        j -= 1
+    if j > 0 and head[j - 1] >= 0xC0:
+        head = head[: j - 1]
+    return head.rstrip(b"\\")
+
+
+class CappedLines:
+    """The lines of `stream`, each at most about `cap` bytes as handed over (see the module)."""
+
+    def __init__(self, stream: BinaryIO, cap: int, *, start_offset: int = 0, start_line: int = 1) -> None:
+        if cap < 2 * TAIL_BYTES:
+            raise ValueError(f"cap must be at least {2 * TAIL_BYTES} bytes")
+        self.stream = stream
+        self.cap = cap
+        self.cuts: list[Cut] = []
+        self._offset = start_offset
+        self._line = start_line
+
+    def __iter__(self) -> Iterator[bytes]:
+        readline, cap = self.stream.readline, self.cap
+        while True:
+            line = readline(cap + 1)
+            if not line:
+                return
+            if len(line) <= cap or line.endswith(b"\n"):
+                self._offset += len(line)
+                self._line += 1
+                yield line
+                continue
+            handed = self._cut(line)
+            self._offset += len(handed)
+            self._line += 1
+            yield handed
+
+    def _cut(self, first: bytes) -> bytes:
+        """Read the rest of an over-long line; return what the parser is handed for it."""
+        digest = hashlib.sha256(first)
+        length = len(first)
+        tail = first[-TAIL_BYTES:]
+        piece = first
+        while not piece.endswith(b"\n"):
+            piece = self.stream.readline(_PIECE)
+            if not piece:
+                break
+            digest.update(piece)
+            length += len(piece)
+            tail = (tail + piece)[-TAIL_BYTES:]
+        sha = digest.hexdigest()
+        marker = f" [AuditWeb: {length}-byte line cut, sha256 {sha}] ".encode()
+        head = _head(first, self.cap - TAIL_BYTES - len(marker))
+        handed = head + marker + tail
+        excerpt = first[:PROBLEM_EXCERPT_BYTES]
+        self.cuts.append(Cut(self._line, self._offset, len(head), len(handed), length, sha, excerpt))
+        return handed  # the tail keeps the line's own end ("\n", "\r\n", or none at the end)
+
+
+def uncut(items: Iterable[Item], cuts: list[Cut]) -> Iterator[Item]:
+    """`items` of a parser fed by CappedLines, with true offsets, and their cuts said.
+
+    1. An item's offset moves on by the bytes removed from the cut lines before it.
+    2. A record or banner that holds a cut line keeps its raw bytes up to the cut (a prefix
+       of the file), gets `extra["cut"]` (line, true length, sha256 of the line), and a
+       Problem at its offset says so.
+    3. A cut line in no record lies in the run of bytes a parser's Problem reports (every
+       byte is in a record or a problem): that Problem's reason says the cut too.
+    """
+    ends: list[int] = []  # ends (as the parser counts) of the cuts known so far
+    removed: list[int] = [0]  # bytes removed by the first k cuts, for each k
+    said = 0  # cuts before this one are said
+    pending: Problem | None = None  # the last Problem, held until the cuts after it are known
+    for item in items:
+        while len(ends) < len(cuts):  # cuts are appended as lines are read: ahead of items
+            c = cuts[len(ends)]
+            ends.append(c.start + c.handed)
+            removed.append(removed[-1] + c.removed)
+        if not cuts:
+            yield item
+            continue
+        start = item.offset
+        before = bisect_right(ends, start)
+        yield from _say(cuts[said:before], pending, removed, said)
+        said = max(said, before)
+        pending = None
+        item.offset = start + removed[before]
+        if isinstance(item, Problem):
+            pending = item
+            continue
+        inside = before < len(ends) and cuts[before].start < start + len(item.raw)
+        if inside and isinstance(item, (LogRecord, ServerStart)):
+            c = cuts[before]
+            item.raw = item.raw[: max(c.start - start, 0) + c.head]
+            if isinstance(item, LogRecord):
+                item.extra["cut"] = _note(c)
+            yield item
+            excerpt = item.raw[:PROBLEM_EXCERPT_BYTES]
+            yield Problem(line=item.line, offset=item.offset, raw=excerpt, reason=_reason(c))
+            said = before + 1
+            continue
+        yield item
+    yield from _say(cuts[said:], pending, removed, said)
+
+
+def _say(cuts: list[Cut], pending: Problem | None, removed: list[int], first: int) -> Iterator[Problem]:
+    """The held Problem with the cut lines of its run added to its reason (or, without one,
+    a Problem for each), then nothing more is held."""
+    if pending is not None:
+        for c in cuts:
+            pending.reason += f"; {_reason(c)}"
+        yield pending
+        return
+    for k, c in enumerate(cuts, first):
+        yield Problem(line=c.line, offset=c.start + removed[k], raw=c.excerpt, reason=_reason(c))
+
+
+def _note(c: Cut) -> str:
+    return f"line {c.line} holds {c.length} bytes (sha256 {c.sha256}); the first {c.head} are kept"
+
+
+def _reason(c: Cut) -> str:
+    return f"record cut: {_note(c)}, and its last {TAIL_BYTES} were read to find its end"
