@@ -209,6 +209,9 @@ def is_log(head: bytes) -> bool:
     return True
 
 
+_WITHHELD = "its bytes are not shown, as the file does not begin like a log: "
+
+
 def _store_problems(
     run: IngestRun, source_file: SourceFile, problems: list[Problem], excerpts: bool = True
 ) -> None:
@@ -219,7 +222,7 @@ def _store_problems(
                 source_file=source_file,
                 line=p.line,
                 offset=p.offset,
-                reason=storable(p.reason)[:500],
+                reason=storable(p.reason if excerpts else _WITHHELD + p.reason)[:500],
                 excerpt=p.raw[:PROBLEM_EXCERPT_BYTES] if excerpts else b"",
             )
             for p in problems
