@@ -431,7 +431,11 @@ class SessionTracker:
             note = "the log was reopened, the server went on: " + "; ".join(evidence)
         else:
             self.undecided_max = self._max_before
-            carried = [s for s in self.connections.values() if s.attributed and s.connection_id is not None]
+            carried = [
+                s
+                for s in self.connections.values()
+                if s.attributed and s.connection_id is not None and s.ended_at is None
+            ]
             for s in carried:
                 s.carried = True
             note = (
