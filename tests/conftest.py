@@ -12,6 +12,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+# Third-party sample logs (Percona, MySQL Enterprise, McAfee, MariaDB's docs...), read in place,
+# never copied here: the tests of those samples skip, saying so, where ../shared is absent.
+CORPUS = SHARED / "corpus"
+CORPUS_MISSING = "needs ../shared/corpus (the third-party sample logs) beside the repository"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 

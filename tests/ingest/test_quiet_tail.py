@@ -15,7 +15,7 @@ import pytest
 
 from ingest.models import Event, ParseProblem, Source, SourceFile
 from ingest.pipeline import ingest_source, look_at_followed_files
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import CORPUS_MISSING, FIXTURES, SHARED
 from tests.ingest.test_split import reference, stored
 from tests.logwriter import GeneralLogWriter
 
@@ -86,7 +86,7 @@ def test_every_followed_format_stores_its_last_record_once_quiet(
     tmp_path: Path, settings, sample: Path, fmt: str
 ) -> None:  # type: ignore[no-untyped-def]
     if not sample.is_file():
-        pytest.skip(f"{sample} is not here (the shared corpus)")
+        pytest.skip(CORPUS_MISSING)
     settings.INGEST_SETTLE_SECONDS = 30
     log = tmp_path / sample.name
     data = sample.read_bytes()

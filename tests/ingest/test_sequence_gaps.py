@@ -21,13 +21,13 @@ from ingest.normalize import SEQUENCE_WINDOW, GapFinder, SessionTracker, classif
 from ingest.parsers.detect import detect_format
 from ingest.pipeline import PARSERS, FileHints
 
-from ..conftest import FIXTURES
+from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
 
-CORPUS = Path("/work/shared/corpus")
+CORPUS = SHARED / "corpus"
 ENTERPRISE_JSON = CORPUS / "mysql-enterprise-audit" / "filebeat_mysqlenterprise_mysql_audit_test.log"
 FILTER_XML = CORPUS / "percona-audit" / "psmysql-docs_audit-log-filter_8.0_OLD-xml.xml"
 DOCS_XML = CORPUS / "mysql-enterprise-audit" / "mysql-docs-8.0_audit-log_NEW-xml_sample.xml"
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus is not here")
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 
 def read(data: bytes, finder: GapFinder | None = None) -> tuple[list[Event], list[Gap]]:

@@ -9,10 +9,10 @@ import pytest
 from ingest.parsers.audit_csv import parse_audit_csv, recognise
 from ingest.parsers.records import LogRecord, Problem
 
-from ..conftest import SHARED
+from ..conftest import CORPUS_MISSING, SHARED
 
 CORPUS = SHARED / "corpus" / "percona-audit"
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared corpus not present")
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 
 def parse(data: bytes) -> list[LogRecord | Problem]:

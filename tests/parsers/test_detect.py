@@ -6,10 +6,10 @@ import pytest
 
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 
-from ..conftest import FIXTURES, SHARED
+from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
 
 CORPUS = SHARED / "corpus"
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared corpus not present")
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 FOLDER_FORMATS = {
     "general-log-file": "general-log",

@@ -21,7 +21,9 @@ import pytest
 from ingest.parsers.general_log import GeneralLogParser, parse_general_log
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 
-CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus" / "general-log-file"
+from ..conftest import CORPUS_MISSING, SHARED
+
+CORPUS = SHARED / "corpus" / "general-log-file"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "genlog"
 SCENARIO = FIXTURES / "mariadb-10.11.19-scenario.log"
 SLAP = FIXTURES / "mariadb-10.11.19-slap.log"
@@ -85,7 +87,7 @@ def views(items: list[Item]) -> list[dict]:
 
 def corpus(name: str) -> bytes:
     if not CORPUS.is_dir():
-        pytest.skip("../shared corpus not present")
+        pytest.skip(CORPUS_MISSING)
     return (CORPUS / name).read_bytes()
 
 
@@ -455,7 +457,7 @@ CORPUS_EXPECTED: dict[str, list[dict]] = {
 
 def test_every_corpus_sample_has_an_expected_list() -> None:
     if not CORPUS.is_dir():
-        pytest.skip("../shared corpus not present")
+        pytest.skip(CORPUS_MISSING)
     samples = {p.name for p in CORPUS.iterdir() if "expected-report" not in p.name}
     assert samples == set(CORPUS_EXPECTED)
 
@@ -1172,7 +1174,7 @@ def _samples() -> list[bytes]:
 def test_it_gives_the_same_items_when_a_file_is_parsed_in_two_halves(index: int) -> None:
     samples = _samples()
     if index >= len(samples):
-        pytest.skip("../shared corpus not present")
+        pytest.skip(CORPUS_MISSING)
     data = samples[index]
     whole = list(parse_general_log(_lines(data)))
     for item in whole[1:]:

@@ -27,11 +27,13 @@ from ingest.parsers.general_log_table import (
 )
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
 
+from ..conftest import CORPUS_MISSING, SHARED
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "general_log_table"
 CSV = FIXTURES / "mariadb-10.11.19-scenario.CSV"
 TSV = FIXTURES / "mariadb-10.11.19-scenario.tsv"
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = SHARED / "corpus"
 
 
 def csv(data: bytes) -> list[Item]:
@@ -329,7 +331,7 @@ def _vertical_rows(data: bytes) -> list[dict[str, bytes]]:
 def test_the_rows_of_the_documented_select_read_as_records() -> None:
     path = CORPUS / "general-log-table" / "mariadb-docs_mysql.general_log-table_SELECT-vertical.txt"
     if not path.exists():
-        pytest.skip(f"{path} is absent (the shared corpus lives outside the repository)")
+        pytest.skip(CORPUS_MISSING)
     # A \\G listing is no file format we ingest: its values go through row_record as a
     # live row's would, and every field of the result is compared.
     rows = _vertical_rows(path.read_bytes())

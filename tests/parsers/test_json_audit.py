@@ -12,12 +12,10 @@ import pytest
 from ingest.parsers.json_audit import MAX_OBJECT_BYTES, parse_json_audit, recognise
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, LogRecord, Problem
 
-from ..conftest import SHARED
+from ..conftest import CORPUS_MISSING, SHARED
 
 CORPUS = SHARED / "corpus"
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason="../shared corpus not present (tests of third-party samples need it)"
-)
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 JSON_FILES = [
     "mcafee-json/wazuh-ruleset-pr98_mcafee-audit_5.6.38_select.json",
     "percona-audit/ps-auditlog-remix_5.6-patched_JSON_hard-wrapped-lines.json.txt",

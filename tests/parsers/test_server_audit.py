@@ -21,7 +21,9 @@ import pytest
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
 from ingest.parsers.server_audit import FORMAT, parse_server_audit, recognise
 
-CORPUS_ROOT = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
+from ..conftest import CORPUS_MISSING, SHARED
+
+CORPUS_ROOT = SHARED / "corpus"
 CORPUS = CORPUS_ROOT / "mariadb-server-audit"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SCENARIO = FIXTURES / "server_audit" / "mariadb-10.11.19-scenario.log"
@@ -112,7 +114,7 @@ def views(items: list[Item], *, keep_problem_raw: bool = False) -> list[dict[str
 
 def corpus_bytes(name: str) -> bytes:
     if not CORPUS.is_dir():
-        pytest.skip("../shared corpus not present (tests of third-party samples need /work/shared)")
+        pytest.skip(CORPUS_MISSING)
     return (CORPUS / name).read_bytes()
 
 
@@ -646,7 +648,7 @@ def test_it_parses_every_item_of_each_corpus_sample(name: str) -> None:
 
 def test_the_expected_lists_cover_every_corpus_file() -> None:
     if not CORPUS.is_dir():
-        pytest.skip("../shared corpus not present (tests of third-party samples need /work/shared)")
+        pytest.skip(CORPUS_MISSING)
     assert sorted(p.name for p in CORPUS.iterdir()) == sorted(CORPUS_EXPECTED)
 
 
@@ -1443,7 +1445,7 @@ def test_it_recognises_each_corpus_sample_with_a_readable_record(name: str) -> N
 
 def test_it_recognises_no_other_corpus_file_and_no_general_log_fixture() -> None:
     if not CORPUS_ROOT.is_dir():
-        pytest.skip("../shared corpus not present (tests of third-party samples need /work/shared)")
+        pytest.skip(CORPUS_MISSING)
     others = [p for p in CORPUS_ROOT.rglob("*") if p.is_file() and p.parent != CORPUS]
     others += list((FIXTURES / "genlog").glob("*.log"))
     assert len(others) > 20

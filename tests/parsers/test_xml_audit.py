@@ -13,12 +13,10 @@ from ingest.parsers import xml_audit
 from ingest.parsers.records import LogRecord, Problem
 from ingest.parsers.xml_audit import MAX_RECORD_BYTES, parse_xml_audit, recognise
 
-from ..conftest import SHARED
+from ..conftest import CORPUS_MISSING, SHARED
 
 CORPUS = SHARED / "corpus"
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason="../shared corpus not present (tests of third-party samples need it)"
-)
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 
 def parse(data: bytes) -> list[LogRecord | Problem]:

@@ -29,7 +29,7 @@ from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.sql import classify
 
-from ..conftest import FIXTURES, SHARED
+from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
 
 TABLE = Path(__file__).with_name("real_statements.tsv")
 CORPUS = SHARED / "corpus"
@@ -141,7 +141,7 @@ def located(row: Row) -> Event:
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.number}-{r.statement_type or 'none'}")
 def test_the_classifier_says_what_the_table_says(row: Row) -> None:
     if row.in_corpus and not CORPUS.is_dir():
-        pytest.skip("the shared corpus (../shared/corpus/) is not here")
+        pytest.skip(CORPUS_MISSING)
     event = located(row)
     c = classify(event.sql, event.database)
     assert (c.statement_type, c.tables, c.destructive, c.flags) == (
