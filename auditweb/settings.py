@@ -280,6 +280,11 @@ INGEST_BATCH_SIZE = env_int("INGEST_BATCH_SIZE", 20000)
 INGEST_MAX_LINE_BYTES = env_int("INGEST_MAX_LINE_BYTES", 16 * 1024 * 1024)
 if INGEST_MAX_LINE_BYTES < 64 * 1024:
     raise ImproperlyConfigured("INGEST_MAX_LINE_BYTES must be at least 65536 (64 KiB)")
+# Most of one record's raw bytes (and characters of its SQL) a page or an API answer shows;
+# the rest is named ("the first N of M bytes") and the whole is a download (/events/<id>/raw/).
+SHOWN_MAX_BYTES = env_int("SHOWN_MAX_BYTES", 64 * 1024)
+if SHOWN_MAX_BYTES < 1024:
+    raise ImproperlyConfigured("SHOWN_MAX_BYTES must be at least 1024")
 # Parse a file in a second process while this one writes to PostgreSQL (Linux: os.fork).
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # A source with at least this many bytes to read is shared out between the workers in ranges of

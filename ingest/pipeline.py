@@ -19,6 +19,8 @@ import signal
 import threading
 import time
 import traceback
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -47,7 +49,8 @@ from ingest.parsers.json_audit import parse_json_audit
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.parsers.xml_audit import parse_xml_audit
-from ingest.reading import CappedLines, uncut
+from ingest.reading import CappedLines, cut_line, read_long_line, uncut
+from ingest.reading import Cut as ReadCut
 from ingest.sources import check_sources_health
 from ingest.store import EventWriter
 from ingest.textsafe import storable
@@ -587,30 +590,60 @@ class _Cut:
 class _Lines:
     """The complete lines of an open file from `offset`, at most `limit` bytes; knows where it is.
 
-    A last line without its newline is held back (it is being written) unless `partial_ok`."""
+    A last line without its newline is held back (it is being written) unless `partial_ok`.
+    A line longer than `cap` (INGEST_MAX_LINE_BYTES) is read in bounded pieces and handed
+    over cut, as CappedLines does (ingest.reading): `offset` and `line` stay the file's,
+    `cuts` says what the parser was not handed, and `file_offset` turns an offset as the
+    parser counts into the file's (for resume points, which must be exact)."""
 
     def __init__(
-        self, f: io.BufferedIOBase, offset: int, line: int, limit: int | None, partial_ok: bool
+        self,
+        f: io.BufferedIOBase,
+        offset: int,
+        line: int,
+        limit: int | None,
+        partial_ok: bool,
+        cap: int | None = None,
     ) -> None:
         self.f, self.offset, self.line, self.limit, self.partial_ok = f, offset, line, limit, partial_ok
+        self.cap = cap or settings.INGEST_MAX_LINE_BYTES
         self.eof = False  # the parser asked for a line past the end
         self.held = False  # a last line without its newline was held back
+        self.cuts: list[ReadCut] = []
+        self._removed = 0  # bytes of the file not handed to the parser (cut lines' middles)
+        self._starts: list[int] = []  # of the cuts, as the parser counts
+        self._removed_before: list[int] = [0]  # bytes removed by the first k cuts
+
+    def file_offset(self, counted: int) -> int:
+        """The file's offset of a line start the parser counts as `counted` (from `offset`)."""
+        return counted + self._removed_before[bisect_left(self._starts, counted)]
 
     def __iter__(self) -> Iterator[bytes]:
         remaining = self.limit
-        for raw in self.f:
-            if remaining is not None:
-                if len(raw) > remaining:
-                    raw = raw[:remaining]
-                remaining -= len(raw)
-            if raw[-1:] != b"\n" and not self.partial_ok:
-                self.held = True
+        readline, cap = self.f.readline, self.cap
+        while remaining is None or remaining > 0:
+            raw = readline(cap + 1 if remaining is None else min(cap + 1, remaining))
+            if not raw:
                 break
-            self.offset += len(raw)
+            length, cut = len(raw), None
+            if length > cap and raw[-1:] != b"\n":
+                # Too long to hand over whole: read on to its end, hashing, keeping its tail.
+                length, sha, tail = read_long_line(raw, readline, remaining)
+                start = self.offset - self._removed
+                raw, cut = cut_line(raw, length, sha, tail, cap, line=self.line, start=start)
+            if remaining is not None:
+                remaining -= length
+            if raw[-1:] != b"\n" and not self.partial_ok:
+                self.held = True  # it is being written: neither cut nor handed over yet
+                break
+            if cut is not None:
+                self.cuts.append(cut)
+                self._starts.append(cut.start)
+                self._removed += cut.removed
+                self._removed_before.append(self._removed)
+            self.offset += length
             self.line += 1
             yield raw
-            if remaining is not None and remaining <= 0:
-                break
         self.eof = True
 
 
@@ -708,6 +741,32 @@ def tail_messages(
     else:
         items = TAIL_PARSERS[fmt](lines, lines.offset, start_line, hints)
 
+    # Lines too long to hand over are cut (_Lines): the parser counts only what it was handed.
+    # uncut gives its items the file's offsets back, says each cut, and may hold a Problem
+    # until the next item: so the resume point before each item the parser yields is taken
+    # as the parser is asked for it, and kept with it (`points`); an item uncut makes itself
+    # (a cut said) has none, and no cut is made before it.
+    points: deque[tuple[Item, tuple[int, int, datetime | None] | None]] = deque()
+    last_point: list[tuple[int, int, datetime | None] | None] = [None]
+
+    def pointed(source: Iterator[Item]) -> Iterator[Item]:
+        while True:
+            last_point[0] = resume_point() if resume_point else None
+            try:
+                item = next(source)
+            except StopIteration:
+                return
+            points.append((item, last_point[0]))
+            yield item
+
+    def file_point(p: tuple[int, int, datetime | None]) -> tuple[int, int, datetime | None]:
+        return lines.file_offset(p[0]), p[1], p[2]
+
+    def until() -> int:  # the cut lines after the parser's last resume point are read again
+        return last_point[0][0] if last_point[0] else 1 << 62
+
+    items = uncut(pointed(iter(items)), lines.cuts, None if finish else until)
+
     events: list[Event] = []
     problems: list[Problem] = []
     corrections: list[FlagCorrection] = []
@@ -743,12 +802,16 @@ def tail_messages(
         nonlocal want_cut, final, cut_from, flushed_from, flushed_line, continues
         iterator = iter(items)
         while True:
-            before = resume_point() if resume_point else None
             try:
                 item = next(iterator)
             except StopIteration:
                 if not finish:
-                    end = _resume_dict(*before) if before else _resume_dict(lines.offset, lines.line)
+                    before = last_point[0]
+                    end = (
+                        _resume_dict(*file_point(before))
+                        if before
+                        else _resume_dict(lines.offset, lines.line)
+                    )
                     if tracker.holding:
                         yield SETTLE
                     if flushed_from is not None:
@@ -756,6 +819,16 @@ def tail_messages(
                         end["settled"] = {"line": flushed_line, "offset": flushed_from, "keys": keys}
                     final = cut(end)
                 return
+            made = not points or points[0][0] is not item  # by uncut: a cut said
+            before = None if made else points.popleft()[1]
+            if before is not None:
+                before = file_point(before)
+            if made:
+                if continues is not None and isinstance(item, Problem) and item.offset == start_offset:
+                    _continued(item, continues, corrections)
+                continues = None
+                yield item
+                continue
             if not finish and lines.eof:
                 if not settled or lines.held:
                     end = _resume_before(before, item)
@@ -814,7 +887,7 @@ def tail_messages(
             yield send(cuts.pop(0), False)
     if finish:
         # (The general log's carried time goes with it: the next file may print none at first.)
-        end = resume_point() if resume_point else (lines.offset, lines.line, None)
+        end = file_point(resume_point()) if resume_point else (lines.offset, lines.line, None)
         yield send(cut(_resume_dict(*end)), True)
     else:
         assert final is not None

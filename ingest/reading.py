@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -88,27 +88,45 @@ class CappedLines:
 
     def _cut(self, first: bytes) -> bytes:
         """Read the rest of an over-long line; return what the parser is handed for it."""
-        digest = hashlib.sha256(first)
-        length = len(first)
-        tail = first[-TAIL_BYTES:]
-        piece = first
-        while not piece.endswith(b"\n"):
-            piece = self.stream.readline(_PIECE)
-            if not piece:
-                break
-            digest.update(piece)
-            length += len(piece)
-            tail = (tail + piece)[-TAIL_BYTES:]
-        sha = digest.hexdigest()
-        marker = f" [AuditWeb: {length}-byte line cut, sha256 {sha}] ".encode()
-        head = _head(first, self.cap - TAIL_BYTES - len(marker))
-        handed = head + marker + tail
-        excerpt = first[:PROBLEM_EXCERPT_BYTES]
-        self.cuts.append(Cut(self._line, self._offset, len(head), len(handed), length, sha, excerpt))
+        length, sha, tail = read_long_line(first, self.stream.readline)
+        handed, cut = cut_line(first, length, sha, tail, self.cap, line=self._line, start=self._offset)
+        self.cuts.append(cut)
         return handed  # the tail keeps the line's own end ("\n", "\r\n", or none at the end)
 
 
-def uncut(items: Iterable[Item], cuts: list[Cut]) -> Iterator[Item]:
+def read_long_line(
+    first: bytes, readline: Callable[[int], bytes], budget: int | None = None
+) -> tuple[int, str, bytes]:
+    """Read on to the end of a line that begins with `first` (no newline in it), in bounded
+    pieces and at most `budget` bytes in all (counting `first`; None: to the line's end).
+    Returns its length, its SHA-256 and its last TAIL_BYTES bytes (with its newline, if any)."""
+    digest = hashlib.sha256(first)
+    length = len(first)
+    tail = first[-TAIL_BYTES:]
+    piece = first
+    while not piece.endswith(b"\n"):
+        want = _PIECE if budget is None else min(_PIECE, budget - length)
+        piece = readline(want) if want > 0 else b""
+        if not piece:
+            break
+        digest.update(piece)
+        length += len(piece)
+        tail = (tail + piece)[-TAIL_BYTES:]
+    return length, digest.hexdigest(), tail
+
+
+def cut_line(
+    first: bytes, length: int, sha: str, tail: bytes, cap: int, *, line: int, start: int
+) -> tuple[bytes, Cut]:
+    """What the parser is handed for an over-long line (head, marker, tail), and its Cut.
+    `start` is the line's offset as the parser counts."""
+    marker = f" [AuditWeb: {length}-byte line cut, sha256 {sha}] ".encode()
+    head = _head(first, cap - TAIL_BYTES - len(marker))
+    handed = head + marker + tail
+    return handed, Cut(line, start, len(head), len(handed), length, sha, first[:PROBLEM_EXCERPT_BYTES])
+
+
+def uncut(items: Iterable[Item], cuts: list[Cut], until: Callable[[], int] | None = None) -> Iterator[Item]:
     """`items` of a parser fed by CappedLines, with true offsets, and their cuts said.
 
     1. An item's offset moves on by the bytes removed from the cut lines before it.
@@ -117,16 +135,23 @@ def uncut(items: Iterable[Item], cuts: list[Cut]) -> Iterator[Item]:
        Problem at its offset says so.
     3. A cut line in no record lies in the run of bytes a parser's Problem reports (every
        byte is in a record or a problem): that Problem's reason says the cut too.
+    4. `until` (a read that stops where the bytes end for now and reads the rest again later):
+       at the end, only the cut lines before that offset (as the parser counts: its resume
+       point) are said; those after it belong to a record still pending.
     """
     ends: list[int] = []  # ends (as the parser counts) of the cuts known so far
     removed: list[int] = [0]  # bytes removed by the first k cuts, for each k
     said = 0  # cuts before this one are said
     pending: Problem | None = None  # the last Problem, held until the cuts after it are known
-    for item in items:
+
+    def sync() -> None:
         while len(ends) < len(cuts):  # cuts are appended as lines are read: ahead of items
             c = cuts[len(ends)]
             ends.append(c.start + c.handed)
             removed.append(removed[-1] + c.removed)
+
+    for item in items:
+        sync()
         if not cuts:
             yield item
             continue
@@ -151,7 +176,12 @@ def uncut(items: Iterable[Item], cuts: list[Cut]) -> Iterator[Item]:
             said = before + 1
             continue
         yield item
-    yield from _say(cuts[said:], pending, removed, said)
+    sync()
+    rest = cuts[said:]
+    if until is not None:
+        limit = until()
+        rest = [c for c in rest if c.start < limit]
+    yield from _say(rest, pending, removed, said)
 
 
 def _say(cuts: list[Cut], pending: Problem | None, removed: list[int], first: int) -> Iterator[Problem]:

@@ -63,6 +63,7 @@ from ingest.pipeline import (
     tail_messages,
     time_carried_into,
 )
+from ingest.reading import read_long_line
 from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     limit = chunk.end_offset - offset
     if fmt == "general-log" and not chunk.finish:
         # A general-log record ends where the next begins: let the parser see that next line.
-        limit += len(_line_at(c, chunk.end_offset))
+        limit += _line_length_at(c, chunk.end_offset)
     tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     lines = _Lines(f, offset, line, limit, partial_ok=chunk.finish)  # type: ignore[arg-type]
@@ -300,11 +301,13 @@ def locate(source: Source, known: SourceFile, needed: int) -> Candidate | None:
     return None
 
 
-def _line_at(c: Candidate, offset: int) -> bytes:
-    """The line of an uncompressed file that begins at `offset` (the first line of the next range)."""
+def _line_length_at(c: Candidate, offset: int) -> int:
+    """The length of the line of an uncompressed file that begins at `offset` (the first line of
+    the next range), read in bounded pieces: it may be a line of any size (ingest.reading)."""
     with open_candidate(c) as f:
         f.seek(offset)
-        return f.readline()
+        first = f.readline(settings.INGEST_MAX_LINE_BYTES + 1)
+        return read_long_line(first, f.readline)[0]
 
 
 def _corrections_json(corrections: list[FlagCorrection]) -> list[object]:

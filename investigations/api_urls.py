@@ -9,6 +9,7 @@ urlpatterns = [
     path("events/export.ndjson", api.event_export, name="api-events-export"),
     path("events/<int:event_id>/", browse_api.event_detail, name="api-event"),
     path("events/<int:event_id>/reveal/", browse_api.event_reveal, name="api-event-reveal"),
+    path("events/<int:event_id>/raw/", browse_api.event_raw, name="api-event-raw"),
     path("alerts/", api.alert_list, name="api-alerts"),
     path("sessions/", browse_api.session_list, name="api-sessions"),
     path("sessions/<int:session_id>/", browse_api.session_detail, name="api-session"),

@@ -30,6 +30,7 @@ class Action(models.TextChoices):
     SEARCH = "search", "Searched events"
     EVENT_VIEW = "event_view", "Viewed an event"
     RAW_REVEAL = "raw_reveal", "Revealed an event's raw bytes"
+    RAW_DOWNLOAD = "raw_download", "Downloaded an event's raw bytes"
     SESSION_VIEW = "session_view", "Viewed a session"
     EXPORT = "export", "Exported events"
     UPLOAD = "upload", "Uploaded a log file"

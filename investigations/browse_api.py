@@ -8,14 +8,14 @@ from __future__ import annotations
 import base64
 
 from django.db.models import QuerySet
-from django.http import QueryDict
+from django.http import HttpResponseBase, QueryDict
 from django.shortcuts import get_object_or_404
 from django_filters import FilterSet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -44,7 +44,7 @@ from investigations.query import (
     session_context,
     statement_counts,
 )
-from investigations.raw import reason_error, reveal_raw
+from investigations.raw import raw_download, raw_event, raw_refusal, reason_error, reveal_raw, shown_part
 from investigations.roles import Role, role_permission
 from investigations.serializers import (
     EventDetailSerializer,
@@ -134,7 +134,8 @@ def event_detail(request: Request, event_id: int) -> Response:
     before, after = session_context(event, _context_size(request.query_params))
     context = {"session": event.session, "before": before, "after": after}
     proof = attribution_proof(event)
-    return Response(EventDetailSerializer(event, context={"session_context": context, "proof": proof}).data)
+    serializer_context = {"session_context": context, "proof": proof, "request": request}
+    return Response(EventDetailSerializer(event, context=serializer_context).data)
 
 
 class RevealSerializer(serializers.Serializer):
@@ -143,7 +144,12 @@ class RevealSerializer(serializers.Serializer):
 
 class RevealedSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    raw = serializers.CharField(help_text="The record's exact bytes as read from the log, base64")
+    raw = serializers.CharField(
+        help_text="The record's exact bytes as read from the log, base64: the first SHOWN_MAX_BYTES of them"
+    )
+    raw_length = serializers.IntegerField(
+        help_text="Bytes of the whole record; POST /api/v1/events/<id>/raw/ with the reason has them all"
+    )
     record_hash = serializers.CharField(help_text="The record hash that seals them (hex)")
 
 
@@ -173,10 +179,46 @@ def event_reveal(request: Request, event_id: int) -> Response:
     raw = reveal_raw(request, event, reason)
     body = {
         "id": event.pk,
-        "raw": base64.b64encode(raw).decode("ascii"),
+        "raw": base64.b64encode(shown_part(raw)).decode("ascii"),  # type: ignore[arg-type]
+        "raw_length": len(raw),
         "record_hash": bytes(event.record_hash).hex(),
     }
     return Response(body, headers={"Cache-Control": "no-store"})
+
+
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "event_id", int, OpenApiParameter.PATH, description="The event's `id`", examples=[_ID_EXAMPLE]
+        )
+    ],
+    request=RevealSerializer,
+    responses={
+        (200, "application/octet-stream"): OpenApiTypes.BINARY,
+        403: OpenApiTypes.OBJECT,
+        404: OpenApiTypes.OBJECT,
+    },
+    summary="Download one event's whole raw bytes",
+    description=(
+        "The record's exact bytes as read from the log, all of them, streamed (answers show at most "
+        "SHOWN_MAX_BYTES). A record that holds a password or key (`raw_withheld`) is refused with 403, "
+        "except to an admin who POSTs a `reason`, recorded in the audit trail as a reveal. Every "
+        "download is recorded. Header `X-Record-Hash`: the record hash that seals them."
+    ),
+)
+@api_view(["GET", "POST"])
+@permission_classes([role_permission(Role.VIEWER, write=Role.ADMIN)])
+def event_raw(request: Request, event_id: int) -> HttpResponseBase:
+    event = raw_event(event_id)
+    if event is None:
+        raise NotFound("No such event.")
+    reason = None
+    if request.method == "POST":
+        reason = request.data.get("reason") if hasattr(request.data, "get") else None
+    refusal = raw_refusal(request, event, reason)
+    if refusal is not None:
+        raise PermissionDenied(refusal)
+    return raw_download(request, event, reason)
 
 
 def _with_counts(sessions: list[Session]) -> list[Session]:

@@ -87,8 +87,9 @@ PLAIN = _obj(
     ("connection_id", _num("e.connection_id")), ("database", _str("e.database")),
     ("command", _str("e.command")), ("statement_type", _str("e.statement_type")),
     ("tables", _ARRAY.format("e.tables")), ("destructive", _BOOL.format("e.destructive")),
-    ("flags", _ARRAY.format("e.flags")), ("sql", _str("e.sql")), ("fingerprint", _str("e.fingerprint")),
-    ("rows_affected", _num("e.rows_affected")), ("status", _str("e.status")),
+    ("flags", _ARRAY.format("e.flags")), ("sql", _str("e.sql")), ("sql_length", _num("char_length(e.sql)")),
+    ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
+    ("status", _str("e.status")),
     ("source", _SOURCE), ("client", _CLIENT), ("attribution", _ATTRIBUTION), ("definer", _str("e.definer")),
 )  # fmt: skip
 

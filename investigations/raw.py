@@ -5,20 +5,31 @@ the event is flagged `secret_masked`; its raw bytes stay exactly as read, sealed
 hash and the custody chain. Pages, API answers and reports show such raw bytes cut where the
 secret may begin (`secrets.masked_raw`), labelled as such. Only an admin sees them whole, one event
 at a time, with a reason that the audit trail records (`reveal_raw`).
+
+A record can be large (a statement of many MiB): pages and API answers show at most
+SHOWN_MAX_BYTES of it (`shown_part`) and say how much there is; the whole is a download
+(`raw_download`), streamed from PostgreSQL in pieces, under the same rule as the reveal
+(`raw_refusal`): a record that holds a secret only for an admin, with a reason.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from django.http import HttpRequest
+from django.conf import settings
+from django.db import connection
+from django.db.models.functions import Length
+from django.http import HttpRequest, StreamingHttpResponse
 
 from ingest.models import Event
 from ingest.sql.secrets import masked_raw
 from investigations import audit
+from investigations.roles import Role, has_role
 
 MASKED_FLAG = "secret_masked"
 MAX_REASON = 1000  # characters of a reveal's reason
+DOWNLOAD_PIECE = 1 << 20  # bytes of a record fetched from PostgreSQL at a time
 
 
 def raw_withheld(event: Event) -> bool:
@@ -54,3 +65,63 @@ def reveal_raw(request: HttpRequest, event: Event, reason: str) -> bytes:
         withheld=raw_withheld(event),
     )
     return bytes(event.raw)
+
+
+def shown_part(data: bytes | str) -> bytes | str:
+    """The part of a record's raw bytes (or of its SQL) a page or an API answer shows."""
+    return data[: settings.SHOWN_MAX_BYTES]
+
+
+def raw_refusal(request: HttpRequest, event: Event, reason: Any) -> str | None:
+    """Why this request may not have the event's whole raw bytes, or None when it may.
+
+    The rule of the page and the API alike: whoever may see the event may download raw bytes
+    that hold no secret; those that do (`raw_withheld`) only an admin may have, with a fit
+    reason, as with a reveal."""
+    if not raw_withheld(event):
+        return None
+    if not has_role(request.user, Role.ADMIN):
+        return "This record holds a password or a key: only an admin may download it, with a reason."
+    return reason_error(reason)
+
+
+def raw_event(event_id: int) -> Event | None:
+    """The event with its raw bytes' length (`raw_length`), without loading the bytes."""
+    fields = ("id", "server", "flags", "record_hash", "occurred_at", "line", "byte_offset")
+    events = Event.objects.only(*fields).annotate(raw_length=Length("raw"))
+    return events.filter(pk=event_id).first()
+
+
+def raw_download(request: HttpRequest, event: Event, reason: Any = None) -> StreamingHttpResponse:
+    """The event's whole raw bytes as a file, streamed in pieces; recorded in the audit trail."""
+    length = int(event.raw_length or 0)  # type: ignore[attr-defined]
+    withheld = raw_withheld(event)
+    audit.record(
+        request,
+        audit.Action.RAW_REVEAL if withheld else audit.Action.RAW_DOWNLOAD,
+        event=event.pk,
+        server=event.server,
+        reason=reason.strip() if isinstance(reason, str) else "",
+        withheld=withheld,
+        bytes=length,
+    )
+    response = StreamingHttpResponse(_pieces(event.pk, length), content_type="application/octet-stream")
+    response["Content-Length"] = str(length)
+    response["Content-Disposition"] = f'attachment; filename="event-{event.pk}-raw.log"'
+    response["X-Record-Hash"] = bytes(event.record_hash).hex()
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _pieces(event_id: int, length: int) -> Iterator[bytes]:
+    table = Event._meta.db_table
+    for start in range(0, length, DOWNLOAD_PIECE):
+        with connection.cursor() as cur:
+            cur.execute(
+                f"SELECT substring(raw FROM %s FOR %s) FROM {table} WHERE id = %s",  # noqa: S608
+                [start + 1, DOWNLOAD_PIECE, event_id],
+            )
+            row = cur.fetchone()
+        if row is None:  # gone since (a source deleted): the answer ends short of its length
+            return
+        yield bytes(row[0])

@@ -12,7 +12,7 @@ from rest_framework import serializers
 from ingest.alerts import alert_cursor
 from ingest.models import Alert, Event, Gap, Session
 from investigations.models import TableSeen
-from investigations.raw import raw_withheld, shown_raw
+from investigations.raw import raw_withheld, shown_part, shown_raw
 
 
 class SourcePositionSerializer(serializers.Serializer):
@@ -57,14 +57,25 @@ class EventSerializer(serializers.ModelSerializer):
         allow_null=True,
         help_text="The account a SQL SECURITY DEFINER routine runs as (a CALL)",
     )
+    sql = serializers.SerializerMethodField()
+    sql_length = serializers.SerializerMethodField()
 
     class Meta:
         model = Event
         fields = [
             "id", "occurred_at", "server", "session", "user", "host", "ip", "connection_id", "database",
-            "command", "statement_type", "tables", "destructive", "flags", "sql", "fingerprint",
+            "command", "statement_type", "tables", "destructive", "flags", "sql", "sql_length", "fingerprint",
             "rows_affected", "status", "source", "client", "attribution", "definer",
         ]  # fmt: skip
+
+    def get_sql(self, event: Event) -> str:
+        """The statement, its first SHOWN_MAX_BYTES characters (`sql_length` says how many it has;
+        the whole record is GET /api/v1/events/<id>/raw/)."""
+        return shown_part(event.sql)  # type: ignore[return-value]
+
+    def get_sql_length(self, event: Event) -> int:
+        """Characters of the whole statement: more than `sql` holds when it was cut for the answer."""
+        return len(event.sql)
 
     @extend_schema_field(
         serializers.ChoiceField(choices=Event.Attribution.choices, allow_null=True)  # type: ignore[arg-type]
@@ -222,6 +233,8 @@ class EventDetailSerializer(EventSerializer):
     raw = serializers.SerializerMethodField()
     raw_withheld = serializers.SerializerMethodField()
     raw_masked = serializers.SerializerMethodField()
+    raw_length = serializers.SerializerMethodField()
+    raw_download = serializers.SerializerMethodField()
     context = serializers.SerializerMethodField()
     attribution_proof = serializers.SerializerMethodField()
 
@@ -229,6 +242,8 @@ class EventDetailSerializer(EventSerializer):
         fields = [
             *EventSerializer.Meta.fields,
             "raw",
+            "raw_length",
+            "raw_download",
             "raw_withheld",
             "raw_masked",
             "context",
@@ -264,7 +279,19 @@ class EventDetailSerializer(EventSerializer):
         POST /api/v1/events/<id>/reveal/."""
         if raw_withheld(event):
             return None
-        return base64.b64encode(bytes(event.raw)).decode("ascii")
+        return base64.b64encode(shown_part(bytes(event.raw))).decode("ascii")  # type: ignore[arg-type]
+
+    def get_raw_length(self, event: Event) -> int:
+        """Bytes of the whole record: more than `raw` holds when it was cut for the answer (at
+        SHOWN_MAX_BYTES); `raw_download` has them all."""
+        return len(event.raw)
+
+    def get_raw_download(self, event: Event) -> str:
+        """The URL of the whole raw bytes (`/api/v1/events/<id>/raw/`, streamed; a withheld
+        record: POST with a `reason`, admins only)."""
+        path = f"/api/v1/events/{event.pk}/raw/"
+        request = self.context.get("request")
+        return request.build_absolute_uri(path) if request else path
 
     def get_raw_withheld(self, event: Event) -> bool:
         """True when the raw bytes hold a secret (flag secret_masked): `raw` is null, `raw_masked` set."""
@@ -274,7 +301,7 @@ class EventDetailSerializer(EventSerializer):
         """For a withheld record: its raw bytes cut where the secret may begin, base64; else null."""
         if not raw_withheld(event):
             return None
-        return base64.b64encode(shown_raw(event)).decode("ascii")
+        return base64.b64encode(shown_part(shown_raw(event))).decode("ascii")  # type: ignore[arg-type]
 
     @extend_schema_field(EventContextSerializer)
     def get_context(self, event: Event) -> dict:

@@ -33,6 +33,7 @@ urlpatterns = [
     path("events/", views.event_list, name="events"),
     path("events/<int:event_id>/", views.event_detail, name="event-detail"),
     path("events/<int:event_id>/reveal/", views.event_reveal, name="event-reveal"),
+    path("events/<int:event_id>/raw/", views.event_raw, name="event-raw"),
     path("sessions/", session_views.session_list, name="sessions"),
     path("sessions/<int:session_id>/", session_views.session_detail, name="session-detail"),
     path("tables/", table_views.table_list, name="tables"),

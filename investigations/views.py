@@ -7,10 +7,11 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
 from ingest.custody import link_of_event
@@ -34,7 +35,16 @@ from investigations.query import (
     time_limit,
     timeline,
 )
-from investigations.raw import raw_withheld, reason_error, reveal_raw, shown_raw
+from investigations.raw import (
+    raw_download,
+    raw_event,
+    raw_refusal,
+    raw_withheld,
+    reason_error,
+    reveal_raw,
+    shown_part,
+    shown_raw,
+)
 from investigations.roles import Role, role_required
 
 PAGE_SIZE = 50
@@ -290,12 +300,31 @@ def event_reveal(request: HttpRequest, event_id: int) -> HttpResponse:
     if error is not None:
         context.update(reveal_error=error, reveal_reason=reason[:1000])
         return render(request, "investigations/event_detail.html", context, status=400)
+    revealed = reveal_raw(request, event, reason)
     context.update(
-        revealed=True, revealed_raw=reveal_raw(request, event, reason), reveal_reason=reason.strip()
+        revealed=True,
+        revealed_raw=shown_part(revealed),
+        revealed_cut=len(revealed) > settings.SHOWN_MAX_BYTES,
+        reveal_reason=reason.strip(),
     )
     response = render(request, "investigations/event_detail.html", context)
     response["Cache-Control"] = "no-store"
     return response
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.VIEWER)
+def event_raw(request: HttpRequest, event_id: int) -> HttpResponse:
+    """The event's whole raw bytes, as a file (pages show at most SHOWN_MAX_BYTES of them).
+    A record that holds a secret is an admin's, by POST with a reason (investigations.raw)."""
+    event = raw_event(event_id)
+    if event is None:
+        raise Http404("No such event.")
+    reason = request.POST.get("reason") if request.method == "POST" else None
+    refusal = raw_refusal(request, event, reason)
+    if refusal is not None:
+        raise PermissionDenied(refusal)
+    return raw_download(request, event, reason)
 
 
 def _event_for_page(event_id: int) -> Event:
@@ -313,5 +342,11 @@ def _event_context(event: Event) -> dict[str, object]:
         event_id=event.pk, source_file_id=event.source_file_id, byte_offset=event.byte_offset
     )
     context["raw_withheld"] = raw_withheld(event)
-    context["shown_raw"] = shown_raw(event)
+    # A record of many MiB is shown in part (SHOWN_MAX_BYTES); the page says so and links the whole.
+    context["shown_raw"] = shown_part(shown_raw(event))
+    context["raw_length"] = len(event.raw)
+    context["raw_cut"] = len(event.raw) > settings.SHOWN_MAX_BYTES
+    context["shown_sql"] = shown_part(event.sql)
+    context["sql_cut"] = len(event.sql) > settings.SHOWN_MAX_BYTES
+    context["shown_max"] = settings.SHOWN_MAX_BYTES
     return context

@@ -63,7 +63,7 @@ def texts_of_json(value: Any, key: str = "") -> Iterator[str]:
             yield from texts_of_json(v, key)
     elif isinstance(value, str):
         yield value
-        if key.startswith("raw"):
+        if key.startswith("raw") and key != "raw_download":  # (that one is a URL)
             yield base64.b64decode(value).decode("utf-8", "replace")
 
 
