@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import PurePath
 
 from django.db import connection
 from django.db.models import Count, F, Func, Q, Sum
@@ -173,21 +174,21 @@ def _tables(events) -> tuple[list[Counted], int]:  # type: ignore[no-untyped-def
 
 
 def _rows_unrecorded(events) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
-    """Pinned statements whose log does not record the rows they changed, per log format."""
+    """Pinned statements whose log does not record the rows they changed, per log format (or per
+    file, for a source whose format was detected file by file)."""
     formats = dict(Source.Format.choices)
     rows = (
         events.filter(rows_affected__isnull=True, command__in=["Query", "Execute"])
-        .values("source_file__source__format", "source_file__source__name")
+        .values("source_file__source__format", "source_file__path")
         .annotate(n=Count("id"))
-        .order_by("source_file__source__name")
     )
     out: dict[str, int] = {}
     for row in rows:
         fmt = row["source_file__source__format"]
         name = (
-            formats.get(fmt, fmt)
-            if fmt and fmt != "auto"
-            else f"the log of {row['source_file__source__name']}"
+            formats[fmt]
+            if fmt in formats and fmt != "auto"
+            else f"the log {PurePath(row['source_file__path']).name}"
         )
         out[name] = out.get(name, 0) + row["n"]
     return sorted(out.items())

@@ -77,7 +77,8 @@ def in_short(f: facts.Facts) -> str:
     else:
         text += " Every pinned event's account is confirmed by the logs."
     if f.gaps:
-        text += f" The logs have gaps in the window ({', '.join(g.reason for g in f.gaps)})."
+        gaps = sum(g.count for g in f.gaps)
+        text += f" The logs have {_plural(gaps, 'gap')} in the window: what ran then is not in them."
     changed = f.pinned - f.integrity.get(content.AS_PINNED, 0)
     text += (
         f" {_plural(changed, 'pinned event')} differ from the store or are gone from it."

@@ -82,23 +82,26 @@ def printable_latin1(text: str) -> str:
 _NOT_DRAWABLE = re.compile(_INVISIBLE.pattern[:-1] + "\u0100-\U0010ffff]")
 
 
+# Where a long token (a server label, a path, a session key, user@host) may be broken: after
+# these characters, which end a part of it, never between two letters of one part.
+BREAK_AFTER = frozenset("-_./\\:@,;=)]}")
+
+
 def wrap_mono(text: str, width: int) -> list[str]:
     """Lines of at most `width` characters (a monospaced font): a line is broken after its last
-    space when there is one in its second half, else at `width`; line breaks are kept."""
+    space when there is one in its second half, else after its last separator there (a path's
+    `/`, a label's `-`: see BREAK_AFTER), else at `width`; line breaks are kept."""
     lines: list[str] = []
     for line in text.split("\n"):
         while len(line) > width:
             cut = line.rfind(" ", width // 2, width + 1)
+            if cut < 0:
+                cut = next((i for i in range(width - 1, width // 2 - 1, -1) if line[i] in BREAK_AFTER), -1)
             cut = cut + 1 if cut > 0 else width
             lines.append(line[:cut].rstrip(" ") or line[:cut])
             line = line[cut:]
         lines.append(line)
     return lines
-
-
-# Where a long token (a server label, a path, a session key, user@host) may be broken: after
-# these characters, which end a part of it, never between two letters of one part.
-BREAK_AFTER = frozenset("-_./\\:@,;=)]}")
 
 
 def break_token(token: str, fits: Callable[[str], bool]) -> list[str]:
