@@ -229,6 +229,9 @@ class TextLines(Flowable):
     def wrap(self, avail_width: float, avail_height: float) -> tuple[float, float]:
         self.lines = []
         for text, font, size, color in self.source:
+            if "\n" not in text and stringWidth(text, font, size) <= avail_width:  # most lines: as they are
+                self.lines.append((text, font, size, color))
+                continue
             size = _shrunk(text, font, size, avail_width)
             self.lines += [(part, font, size, color) for part in _fit(text, font, size, avail_width)]
         self.width = avail_width
