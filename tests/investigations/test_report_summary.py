@@ -217,3 +217,24 @@ def test_rows_affected_are_summed_where_the_log_gives_them(report_written, inges
     page1 = flat(pdf_text(report.path, 1, 1))
     assert "12 rows affected, as logged for 1 pinned statement." in page1
     assert f"2 statements from the log db-rows.log: {ROWS_NOT_RECORDED}." in page1
+
+
+def test_the_summary_stays_one_page_with_many_accounts_and_a_long_title(
+    report_written, ingest_bytes, investigator
+):
+    records = []
+    for n in range(1, 21):  # twenty accounts, each with its own statement type and table
+        when = T0 + timedelta(seconds=n)
+        records.append(
+            (when, n, "Connect", f"user{n:02d}-{'x' * 40}@host-{n}.example.org on shop using TCP/IP")
+        )
+        records.append((when, n, "Query", f"DELETE FROM shop.t{n} WHERE id = {n}"))
+        records.append((when, n, "Query", f"CREATE TABLE shop.n{n} (id int)"))
+    ingest_bytes(genlog(*records), server=LONG_LABEL, name="many.log")
+    case = case_create(user=investigator, title="W" * 200)
+    for event in Event.objects.filter(command="Query").order_by("occurred_at"):
+        evidence_pin(case=case, event=event, user=investigator)
+    report = report_written(case, "pdf", investigator)
+    page1 = flat(pdf_text(report.path, 1, 1))
+    assert "Chain heads" in page1 and "and 14 more accounts" in page1
+    assert "1. Timeline" in pdf_text(report.path, 2, 2)
