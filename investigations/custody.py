@@ -12,9 +12,12 @@ import csv
 import hashlib
 import io
 import json
+from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 
-from ingest.models import Event, Source
+from ingest.custody import ZERO_HASH
+from ingest.models import CustodyHead, Event, Source
 from ingest.verify import (
     ALTERED,
     MAX_IDS_LISTED,
@@ -159,3 +162,47 @@ def _check_listed(v: Verification, path: Path, listed: list[tuple[int, str]]) ->
               event_ids=gone[:MAX_IDS_LISTED])  # fmt: skip
     if not differ and not gone:
         v.add(OK, "report", f"{path}: its {len(listed)} event(s) have the record hashes the store holds")
+
+
+# -- what a report prints so that a reader can verify it ---------------------------------------------
+
+EVIDENCE_DIGEST_VERSION = "auditweb-evidence-1"
+
+
+@dataclass(frozen=True)
+class ChainHeads:
+    """The case's evidence digest and the heads of its sources' chains, as a report prints them."""
+
+    evidence_digest: str  # hex SHA-256 of the case's pins (see `evidence_digest`)
+    pins: int
+    sources: list[tuple[str, int, str]]  # (source name, link number, head hash in hex)
+
+
+def evidence_digest(case: Case) -> tuple[str, int]:
+    """SHA-256 over the case's pins in event id order, one line each: `event_id time record_hash`
+    (time in ISO 8601 UTC, or `-`; hash in hex), after a version line. It changes when a pin is
+    added, removed or altered; `verify_evidence --case N` prints it to compare with a report."""
+    digest = hashlib.sha256(EVIDENCE_DIGEST_VERSION.encode() + b"\n")
+    pins = Evidence.objects.filter(case=case).order_by("event_id")
+    count = 0
+    for event_id, when, record in pins.values_list("event_id", "event_occurred_at", "event_record_hash"):
+        stamp = when.astimezone(UTC).isoformat() if when is not None else "-"
+        digest.update(f"{event_id} {stamp} {bytes(record).hex()}\n".encode())
+        count += 1
+    return digest.hexdigest(), count
+
+
+def chain_heads(case: Case) -> ChainHeads:
+    """What a reader compares later: the evidence digest and the head (link number and hash) of
+    the custody chain of every source the case's evidence came from."""
+    digest, count = evidence_digest(case)
+    event_ids = Evidence.objects.filter(case=case).values_list("event_id", flat=True)
+    sources = sources_of(list(event_ids))
+    heads = {h.source_id: h for h in CustodyHead.objects.filter(source__in=sources)}
+    listed = []
+    for source in sources:
+        head = heads.get(source.pk)
+        listed.append(
+            (source.name, head.seq, bytes(head.hash).hex()) if head else (source.name, 0, ZERO_HASH.hex())
+        )
+    return ChainHeads(digest, count, listed)

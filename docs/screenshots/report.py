@@ -1,5 +1,5 @@
-"""Pages of a case report as PNGs, into docs/screenshots/: the first page and the first page of
-the evidence table, of a case made from the crime scene (tests/fixtures/crime_scene/).
+"""Pages of a case report as PNGs, into docs/screenshots/: the summary page, the timeline page and
+the first page of the evidence table, of a case made from the crime scene (tests/fixtures/crime_scene/).
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/auditweb_shots .venv/bin/python docs/screenshots/report.py
 
@@ -82,10 +82,10 @@ def main() -> int:
     report = report_request(case=case, fmt="pdf", user=user, queue=report_generate)
     report.refresh_from_db()
     assert report.status == "done", report.error
-    for name, page in (("report-page-1", 1), ("report-evidence", 3)):
+    for name, page in (("report-page-1", 1), ("report-timeline", 2), ("report-evidence", 3)):
         prefix = OUT / name
         pages = ["-f", str(page), "-l", str(page), "-singlefile"]
-        subprocess.run(["pdftoppm", "-png", "-r", "100", *pages, str(report.path), str(prefix)], check=True)
+        subprocess.run(["pdftoppm", "-png", "-r", "80", *pages, str(report.path), str(prefix)], check=True)
         print(f"{prefix.relative_to(REPO)}.png  page {page} of {report.path} (SHA-256 {report.sha256})")
     return 0
 

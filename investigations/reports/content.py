@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from django.db import connection
 from django.db.models import F, Q
 
 from ingest.models import Event, Gap, IngestRun, SourceFile
@@ -21,7 +20,6 @@ from investigations.models import Case, CaseNote, Evidence, Report, SavedFilter
 
 CHUNK = 500  # evidence rows (and their events) fetched at a time
 LISTED_MAX = 1000  # gaps, source files and ingest runs listed; beyond that the report says how many more
-CHART_BUCKETS = 24
 
 AS_PINNED = "as pinned"
 CHANGED = "changed since pinned"
@@ -190,34 +188,3 @@ def _bounded(queryset: Any) -> Listed:
     if len(rows) <= LISTED_MAX:
         return Listed(rows)
     return Listed(rows[:LISTED_MAX], more=queryset.count() - LISTED_MAX)
-
-
-@dataclass
-class Bucket:
-    start: datetime
-    destructive: int
-    other: int
-
-
-def evidence_histogram(case: Case, buckets: int = CHART_BUCKETS) -> tuple[list[Bucket], timedelta | None]:
-    """Pinned events counted per equal slice of their time span (destructive apart), counted by
-    PostgreSQL: the chart costs one query whatever the case's size."""
-    times = Evidence.objects.filter(case=case, event_occurred_at__isnull=False)
-    first = times.order_by("event_occurred_at").values_list("event_occurred_at", flat=True).first()
-    last = times.order_by("event_occurred_at").values_list("event_occurred_at", flat=True).last()
-    if first is None or last is None:
-        return [], None
-    span = max((last - first).total_seconds(), 1e-3)
-    width = span / buckets
-    counts = {i: [0, 0] for i in range(buckets)}
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT LEAST(FLOOR(EXTRACT(EPOCH FROM p.event_occurred_at - %s) / %s)::int, %s), e.destructive,"
-            " COUNT(*) FROM investigations_evidence p LEFT JOIN ingest_event e ON e.id = p.event_id"
-            " WHERE p.case_id = %s AND p.event_occurred_at IS NOT NULL GROUP BY 1, 2",
-            [first, width, buckets - 1, case.pk],
-        )
-        for index, destructive, count in cursor.fetchall():
-            counts[index][0 if destructive else 1] += count
-    step = timedelta(seconds=width)
-    return [Bucket(first + i * step, d, o) for i, (d, o) in sorted(counts.items())], step

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import IO, Any
 
-from reportlab.graphics.charts.barcharts import VerticalBarChart
-from reportlab.graphics.shapes import Drawing, String
 from reportlab.lib import colors
 from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4
@@ -42,9 +40,17 @@ from reportlab.platypus import (
     TableStyle,
 )
 
+from investigations.custody import ChainHeads
 from investigations.models import Case, Report
 from investigations.reports import content
-from investigations.reports.text import pdf_markup, printable_latin1, wrap_mono
+from investigations.reports.text import (
+    break_token,
+    gap_reason,
+    pdf_markup,
+    printable_latin1,
+    unbreakable_parts,
+    wrap_mono,
+)
 
 SQL_SHOWN_MAX = 20_000  # characters of one statement printed; the rest is named, and is in the JSON report
 SPLIT_ROW_AT = 3_000  # characters of a statement from which its row may be split across pages
@@ -209,7 +215,11 @@ class MonoBlock(Flowable):
 class TextLines(Flowable):
     """A few short lines of plain text, each in its own font, wrapped to the width by measuring
     words (reportlab's C accelerated widths): the evidence table's time, account and session
-    without the markup parser a Paragraph needs. The text is drawn as it is, made printable."""
+    without the markup parser a Paragraph needs. The text is drawn as it is, made printable.
+
+    Long tokens (server labels, paths, user@host, session keys) are broken after a separator
+    (`text.break_token`), never inside a part; a part with no separator that is wider than the
+    column alone makes its line's font smaller (down to SHRINK_MIN of its size) before any cut."""
 
     def __init__(self, lines: list[tuple[str, str, float, Any]]) -> None:
         super().__init__()
@@ -217,11 +227,13 @@ class TextLines(Flowable):
         self.lines: list[tuple[str, str, float, Any]] = []
 
     def wrap(self, avail_width: float, avail_height: float) -> tuple[float, float]:
-        self.lines = [
-            (part, font, size, color)
-            for text, font, size, color in self.source
-            for part in _fit(text, font, size, avail_width)
-        ]
+        self.lines = []
+        for text, font, size, color in self.source:
+            if "\n" not in text and stringWidth(text, font, size) <= avail_width:  # most lines: as they are
+                self.lines.append((text, font, size, color))
+                continue
+            size = _shrunk(text, font, size, avail_width)
+            self.lines += [(part, font, size, color) for part in _fit(text, font, size, avail_width)]
         self.width = avail_width
         self.height = sum(size * 1.25 for _, _, size, _ in self.lines)
         return self.width, self.height
@@ -235,20 +247,44 @@ class TextLines(Flowable):
             self.canv.drawString(0, y + size * 0.25, text)
 
 
+SHRINK_MIN = 0.72  # of a line's font size, to keep a part with no separator whole
+
+
+def _shrunk(text: str, font: str, size: float, width: float) -> float:
+    """The font size at which the widest unbreakable part of `text` fits `width` (never below
+    SHRINK_MIN of `size`; parts longer than 60 characters are left to be cut)."""
+    parts = [p for p in unbreakable_parts(text) if len(p) <= 60]
+    widest = max((stringWidth(p, font, size) for p in parts), default=0.0)
+    if widest <= width or widest == 0:
+        return size
+    return max(size * SHRINK_MIN, size * width / widest * 0.98)
+
+
 def _fit(text: str, font: str, size: float, width: float) -> list[str]:
     """Lines of `text` no wider than `width`: broken at spaces, and a word wider than the line
-    (a long host name, a session key) broken where it reaches the edge."""
+    (a long host name, a session key, a path) broken after a separator (`-`, `/`, `.`, `@`...)."""
     lines: list[str] = []
+
+    def fits(piece: str) -> bool:
+        return stringWidth(piece, font, size) <= width
+
     for line in simpleSplit(text, font, size, width) or [""]:
-        while stringWidth(line, font, size) > width and len(line) > 1:
-            cut = len(line) - 1
-            while cut > 1 and stringWidth(line[:cut], font, size) > width:
-                cut = (
-                    max(1, cut * 3 // 4) if stringWidth(line[: cut * 3 // 4], font, size) > width else cut - 1
-                )
-            lines.append(line[:cut])
-            line = line[cut:]
-        lines.append(line)
+        if fits(line):
+            lines.append(line)
+            continue
+        words = line.split(" ")
+        current = ""
+        for word in words:
+            candidate = f"{current} {word}" if current else word
+            if fits(candidate):
+                current = candidate
+                continue
+            if current:
+                lines.append(current)
+            pieces = break_token(word, fits)
+            lines += pieces[:-1]
+            current = pieces[-1]
+        lines.append(current)
     return lines
 
 
@@ -419,127 +455,21 @@ def _p(text: str, style: str = "cell") -> Paragraph:
 # -- the first pages ------------------------------------------------------------------------
 
 
-def title_block(s: content.Summary) -> list[Flowable]:
-    case, report = s.case, s.report
-    start, end = s.window
-    window = f"{utc(start, False)} to {utc(end, False)}"
-    if case.window_start is None or case.window_end is None:
-        window += " (open ends taken from the first and last pinned events)"
-    facts = [
-        (
-            "Case",
-            f"#{case.pk} · {case.get_status_display()}"
-            + (f" (closed {utc(case.closed_at, False)})" if case.closed_at else ""),
-        ),
-        ("Investigators", ", ".join(s.investigators) or "none"),
-        ("Opened", f"{utc(case.created_at, False)} by {case.created_by.get_username()}"),
-        ("Time window", window),
-        ("Evidence", f"{s.evidence_count:,} pinned events, {s.destructive_count:,} of them destructive"),
-        ("Servers", ", ".join(s.servers) or "none"),
-        (
-            "Report",
-            f"#{report.pk}, PDF, generated {utc(report.requested_at)}"
-            f" by {report.generated_by.get_username()}",
-        ),
-    ]
-    band = Table(
-        [
-            [_p("FORENSIC EVIDENCE REPORT · AUDITWEB · CONFIDENTIAL", "kicker")],
-            [_p(esc(case.title), "title")],
-        ],
-        colWidths=[BODY_W],
-    )
-    band.setStyle(
-        TableStyle(
-            [
-                ("LINEBELOW", (0, -1), (-1, -1), 2, NAVY),
-                ("LEFTPADDING", (0, 0), (-1, -1), 0),
-                ("BOTTOMPADDING", (0, -1), (-1, -1), 8),
-            ]
-        )
-    )
-    fact_rows = [[_p(esc(k), "cellb"), _p(esc(v))] for k, v in facts]
-    fact_table = _table(fact_rows, [32 * mm, BODY_W - 32 * mm], header=False)
-    fact_table.setStyle(TableStyle([("BACKGROUND", (0, 0), (0, -1), SHADE)]))
-    flow: list[Flowable] = [band, Spacer(1, 8), fact_table]
-    if case.description:
-        flow += [Paragraph("Description", STYLES["h2"]), _p(esc(case.description), "body")]
-    return flow
-
-
-def summary_section(s: content.Summary, case: Case) -> list[Flowable]:
-    flow: list[Flowable] = [Paragraph("1. Summary of the evidence", STYLES["h1"])]
-    if not s.accounts:
-        return [*flow, _p("No event is pinned to this case.", "body")]
-    rows = [_heads("Account (user@host)", "Pinned events", "Destructive")]
-    for who, count, destructive in s.accounts[:15]:
-        style = "warn" if destructive else "cell"
-        rows.append([_p(esc(who), style), _p(f"{count:,}", "num"), _p(f"{destructive:,}", "num")])
-    flow.append(_table(rows, [BODY_W - 60 * mm, 30 * mm, 30 * mm]))
-    if len(s.accounts) > 15:
-        flow.append(
-            _p(f"… and {len(s.accounts) - 15:,} more accounts (all are in the evidence table).", "small")
-        )
-    flow += [Paragraph("Timeline of the pinned events", STYLES["h2"]), *timeline_chart(case)]
-    return flow
-
-
-def timeline_chart(case: Case) -> list[Flowable]:
-    buckets, step = content.evidence_histogram(case)
-    if not buckets or step is None:
-        return [_p("No pinned event has a known time.", "small")]
-    drawing = Drawing(BODY_W, 58 * mm)
-    chart = VerticalBarChart()
-    chart.x, chart.y, chart.width, chart.height = 28, 30, BODY_W - 40, 58 * mm - 44
-    chart.data = [[b.destructive for b in buckets], [b.other for b in buckets]]
-    chart.categoryAxis.style = "stacked"
-    chart.bars[0].fillColor, chart.bars[1].fillColor = DANGER, OTHER_BAR
-    chart.bars.strokeColor = None
-    chart.valueAxis.valueMin = 0
-    chart.valueAxis.labels.fontName = chart.categoryAxis.labels.fontName = "Helvetica"
-    chart.valueAxis.labels.fontSize = chart.categoryAxis.labels.fontSize = 6.5
-    chart.valueAxis.gridStrokeColor = RULE
-    chart.valueAxis.visibleGrid = 1
-    every = max(1, len(buckets) // 6)
-    fmt = "%H:%M:%S" if step < timedelta(minutes=1) else "%m-%d %H:%M"
-    chart.categoryAxis.categoryNames = [
-        b.start.astimezone(UTC).strftime(fmt) if i % every == 0 else "" for i, b in enumerate(buckets)
-    ]
-    chart.categoryAxis.labels.angle = 0
-    drawing.add(chart)
-    drawing.add(String(28, 6, "■ destructive", fontName="Helvetica", fontSize=7, fillColor=DANGER))
-    drawing.add(String(90, 6, "■ other", fontName="Helvetica", fontSize=7, fillColor=OTHER_BAR))
-    first, last = buckets[0].start, buckets[-1].start + step
-    drawing.add(
-        String(
-            140,
-            6,
-            f"pinned events per {_span(step)} from {utc(first, False)} to {utc(last, False)}",
-            fontName="Helvetica",
-            fontSize=7,
-            fillColor=MUTED,
-        )
-    )
-    return [drawing]
-
-
-def _span(step: timedelta) -> str:
-    seconds = step.total_seconds()
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
-        if seconds >= size:
-            return f"{seconds / size:.3g} {unit}s"
-    return f"{seconds * 1000:.3g} ms"
-
-
 def notes_section(case: Case) -> list[Flowable]:
-    flow: list[Flowable] = [Paragraph("2. The analysts' notes", STYLES["h1"])]
+    flow: list[Flowable] = [Paragraph("2. The case as described, and the analysts' notes", STYLES["h1"])]
+    if case.description:
+        flow += [_p(esc(case.description), "body"), Spacer(1, 4)]
     found = content.notes(case)
     if not found:
         return [*flow, _p("No notes were written.", "body")]
     rows = [_heads("Written (UTC)", "By", "Note")]
     for note in found:
         rows.append(
-            [_p(esc(utc(note.created_at, False))), _p(esc(note.author.get_username())), _p(esc(note.text))]
+            [
+                _p(esc(utc(note.created_at, False))),
+                TextLines([(note.author.get_username(), "Helvetica", 8, INK)]),
+                _p(esc(note.text)),
+            ]
         )
     return [*flow, _table(rows, [34 * mm, 26 * mm, BODY_W - 60 * mm])]
 
@@ -557,20 +487,25 @@ def gaps_section(case: Case) -> list[Flowable]:
     ]
     listed = content.gaps(case)
     if not listed.rows:
-        text = f"No gap is known between {utc(start, False)} and {utc(end, False)}."
+        text = f"No gap is known between {utc(start)} and {utc(end)}."
         return [*flow, Spacer(1, 3), _p(esc(text), "body")]
-    rows = [_heads("Server", "From (UTC)", "To (UTC)", "Reason", "Shown by")]
+    rows = [_heads("Server", "From (UTC)", "To (UTC)", "Reason, as the log shows it", "Shown by")]
     for g in listed.rows:
         rows.append(
             [
-                _p(esc(g.server)),
+                TextLines([(g.server, "Helvetica", 8, INK)]),
                 _p(esc(utc(g.started_at))),
                 _p(esc(utc(g.ended_at) if g.ended_at else "still open")),
-                _p(esc(f"{g.get_reason_display()}. {g.detail}")),
-                _p(esc(f"{g.source_file.path}, line {g.line}, offset {g.byte_offset}"), "prov"),
+                TextLines([(gap_reason(g.get_reason_display(), g.detail), "Helvetica", 8, INK)]),
+                TextLines(
+                    [
+                        (g.source_file.path, "Courier", 6.6, MUTED),
+                        (f"line {g.line}, offset {g.byte_offset}", "Courier", 6.6, MUTED),
+                    ]
+                ),
             ]
         )
-    flow += [Spacer(1, 3), _table(rows, [24 * mm, 27 * mm, 27 * mm, 50 * mm, BODY_W - 128 * mm])]
+    flow += [Spacer(1, 3), _table(rows, [26 * mm, 25 * mm, 25 * mm, 52 * mm, BODY_W - 128 * mm])]
     if listed.more:
         flow.append(_p(f"… and {listed.more:,} more gaps (all are in the JSON report).", "small"))
     return flow
@@ -687,7 +622,7 @@ def evidence_tables(
 # -- the appendix ---------------------------------------------------------------------------
 
 
-def custody_appendix(case: Case, integrity: dict[str, int]) -> list[Flowable]:
+def custody_appendix(case: Case, integrity: dict[str, int], heads: ChainHeads) -> list[Flowable]:
     flow: list[Flowable] = [
         Paragraph("Appendix A. Chain of custody", STYLES["h1"]),
         _p(
@@ -706,6 +641,23 @@ def custody_appendix(case: Case, integrity: dict[str, int]) -> list[Flowable]:
             "body",
         )
     )
+    flow.append(Paragraph("Chain heads", STYLES["h2"]))
+    head_lines = [
+        (f"Evidence digest of the {heads.pins:,} pins: {heads.evidence_digest}", "Courier", 6.8, INK)
+    ]
+    head_lines += [
+        (f"Source {name}: link {seq:,}, {digest}", "Courier", 6.8, INK) for name, seq, digest in heads.sources
+    ]
+    flow += [
+        _p(
+            "The evidence digest is the SHA-256 of the case's pins (event id, time and record hash as "
+            "pinned, in event id order); each source's head is the newest link of its custody chain over "
+            f"the stored events. manage.py verify_evidence --case {case.pk} prints both now: the same "
+            "values mean the same evidence.",
+            "small",
+        ),
+        TextLines(head_lines),
+    ]
     files = content.source_files(case)
     flow.append(Paragraph("Source files", STYLES["h2"]))
     rows = [_heads("File", "Server", "Size (bytes)", "SHA-256 · first read · last read")]
@@ -713,8 +665,8 @@ def custody_appendix(case: Case, integrity: dict[str, int]) -> list[Flowable]:
         state = "" if f.bytes_read >= f.size else f" (of the first {f.bytes_read:,} bytes, read so far)"
         rows.append(
             [
-                _p(esc(f.path), "prov"),
-                _p(esc(f.source.server)),
+                TextLines([(f.path, "Courier", 6.6, MUTED)]),
+                TextLines([(f.source.server, "Helvetica", 8, INK)]),
                 _p(f"{f.size:,}", "num"),
                 _p(
                     esc(f"{f.sha256 or 'not yet complete'}{state}")
@@ -734,7 +686,7 @@ def custody_appendix(case: Case, integrity: dict[str, int]) -> list[Flowable]:
         rows.append(
             [
                 _p(str(r.pk), "num"),
-                _p(esc(r.source_file.path if r.source_file else r.source.name), "prov"),
+                TextLines([(r.source_file.path if r.source_file else r.source.name, "Courier", 6.6, MUTED)]),
                 _p(esc(utc(r.started_at, False))),
                 _p(esc(utc(r.finished_at, False) if r.finished_at else "-")),
                 _p(esc(r.status)),
@@ -754,21 +706,31 @@ def custody_appendix(case: Case, integrity: dict[str, int]) -> list[Flowable]:
 
 
 def story(case: Case, report: Report, progress: Callable[[int], None]) -> Iterator[Flowable]:
-    s = content.summary(case, report)
-    yield from title_block(s)
-    yield from summary_section(s, case)
-    yield KeepTogether(notes_section(case))
+    """The summary page; the timeline, the notes and the gaps; the evidence; the custody appendix."""
+    from investigations.reports import facts
+    from investigations.reports.pdf_summary import frame_height, summary_page
+    from investigations.reports.pdf_timeline import timeline_flowables, timeline_intro
+
+    found = facts.case_facts(case)
+    yield from summary_page(case, report, found, frame_height())
+    yield NextPageTemplate("later")
+    yield PageBreak()
+    line = facts.timeline(case)
+    yield KeepTogether(
+        [Paragraph("1. Timeline", STYLES["h1"]), *timeline_intro(line), *timeline_flowables(line)]
+    )
+    yield from notes_section(case)
     yield KeepTogether(gaps_section(case))
     yield NextPageTemplate("evidence-first")
     yield PageBreak()
     integrity: dict[str, int] = {}
-    if s.evidence_count:
+    if found.pinned:
         yield from evidence_tables(case, progress, integrity)
     else:
         yield _p("No event is pinned to this case.", "body")
     yield NextPageTemplate("later")
     yield PageBreak()
-    yield from custody_appendix(case, integrity)
+    yield from custody_appendix(case, integrity, found.heads)
 
 
 def write_pdf(case: Case, report: Report, out: IO[bytes], progress: Callable[[int], None]) -> None:

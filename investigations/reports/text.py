@@ -8,6 +8,7 @@ must show as what they are instead of passing for the text they resemble.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from xml.sax.saxutils import escape
 
 # A spreadsheet reads a cell beginning with one of these as a formula (or its start).
@@ -81,15 +82,79 @@ def printable_latin1(text: str) -> str:
 _NOT_DRAWABLE = re.compile(_INVISIBLE.pattern[:-1] + "\u0100-\U0010ffff]")
 
 
+# Where a long token (a server label, a path, a session key, user@host) may be broken: after
+# these characters, which end a part of it, never between two letters of one part.
+BREAK_AFTER = frozenset("-_./\\:@,;=)]}")
+
+
 def wrap_mono(text: str, width: int) -> list[str]:
     """Lines of at most `width` characters (a monospaced font): a line is broken after its last
-    space when there is one in its second half, else at `width`; line breaks are kept."""
+    space when there is one in its second half, else after its last separator there (a path's
+    `/`, a label's `-`: see BREAK_AFTER), else at `width`; line breaks are kept."""
     lines: list[str] = []
     for line in text.split("\n"):
         while len(line) > width:
             cut = line.rfind(" ", width // 2, width + 1)
+            if cut < 0:
+                cut = next((i for i in range(width - 1, width // 2 - 1, -1) if line[i] in BREAK_AFTER), -1)
             cut = cut + 1 if cut > 0 else width
             lines.append(line[:cut].rstrip(" ") or line[:cut])
             line = line[cut:]
         lines.append(line)
     return lines
+
+
+def break_token(token: str, fits: Callable[[str], bool]) -> list[str]:
+    """`token` in pieces that each fit (`fits(piece)`), cut after the last separator that keeps
+    the piece fitting: "demo-general-log" gives "demo-general-" and "log", never "demo-general-lo"
+    and "g". Only a part with no separator at all that does not fit alone is cut where it must.
+    Linear in practice: each cut scans back from where the piece stops fitting."""
+    pieces: list[str] = []
+    while token and not fits(token):
+        longest = _longest_fitting(token, fits)
+        cut = next((i for i in range(longest, 0, -1) if token[i - 1] in BREAK_AFTER), 0)
+        cut = cut or longest
+        pieces.append(token[:cut])
+        token = token[cut:]
+    if token or not pieces:
+        pieces.append(token)
+    return pieces
+
+
+def _longest_fitting(token: str, fits: Callable[[str], bool]) -> int:
+    """The length of the longest prefix of `token` that fits (at least one character): a binary
+    search, since a longer prefix is never narrower."""
+    low, high = 1, len(token)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(token[:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def unbreakable_parts(text: str) -> list[str]:
+    """The parts of `text` that `break_token` will not cut when it can help it: its words split
+    after every separator."""
+    parts: list[str] = []
+    for word in text.split():
+        start = 0
+        for i, char in enumerate(word):
+            if char in BREAK_AFTER:
+                parts.append(word[start : i + 1])
+                start = i + 1
+        if start < len(word):
+            parts.append(word[start:])
+    return parts
+
+
+def gap_reason(reason: str, detail: str) -> str:
+    """A gap's reason and what shows it, said once: the stored detail often begins with the
+    reason's own words ("logging switched off by 'SET GLOBAL general_log = OFF'")."""
+    detail = " ".join(detail.split())
+    if not detail:
+        return reason
+    if detail.lower().startswith(reason.lower()) or reason.lower() in detail.lower():
+        return detail
+    return f"{reason}: {detail}"

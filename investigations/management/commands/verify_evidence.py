@@ -23,7 +23,7 @@ from ingest.verify import (
     verify_files,
     verify_store,
 )
-from investigations.custody import verify_case, verify_report
+from investigations.custody import evidence_digest, verify_case, verify_report
 from investigations.models import Case
 
 LABELS = {ALTERED: "ALTERED", UNCHECKED: "NOT CHECKED", OK: "ok"}
@@ -81,7 +81,12 @@ class Command(BaseCommand):
             h.source.name: {"link": h.seq, "hash": bytes(h.hash).hex()}
             for h in CustodyHead.objects.filter(source__in=sources).select_related("source")
         }
-        self._print(v, heads, as_json=options["json"])
+        digest = None
+        if options["case"] is not None:  # as the case's PDF report prints it, to compare
+            digest = dict(
+                zip(("sha256", "pins"), evidence_digest(Case.objects.get(pk=options["case"])), strict=True)
+            )
+        self._print(v, heads, digest, as_json=options["json"])
         if v.altered:
             raise CommandError(f"evidence altered: {len(v.altered)} finding(s)", returncode=1)
         if options["strict"] and v.unchecked:
@@ -126,9 +131,17 @@ class Command(BaseCommand):
             found.append(source)
         return found
 
-    def _print(self, v: Verification, heads: dict[str, dict[str, Any]], *, as_json: bool) -> None:
+    def _print(
+        self,
+        v: Verification,
+        heads: dict[str, dict[str, Any]],
+        digest: dict[str, Any] | None,
+        *,
+        as_json: bool,
+    ) -> None:
         if as_json:
-            self.stdout.write(json.dumps(v.as_dict() | {"chain_heads": heads}, indent=2, default=str))
+            extra = {"chain_heads": heads} | ({"evidence_digest": digest} if digest else {})
+            self.stdout.write(json.dumps(v.as_dict() | extra, indent=2, default=str))
             return
         self.stdout.write(f"AuditWeb evidence check, {timezone.now():%Y-%m-%d %H:%M:%S} UTC")
         counts = ", ".join(f"{n:,} {what}" for what, n in v.counts.items()) or "nothing"
@@ -149,6 +162,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"{LABELS[status]:11} [{f.what}] {where}: {f.message}{ids}")
         for name, head in heads.items():
             self.stdout.write(f"Chain head of {name!r}: link {head['link']}, {head['hash']}")
+        if digest:
+            self.stdout.write(f"Evidence digest of the case's {digest['pins']} pin(s): {digest['sha256']}")
         if v.altered:
             self.stdout.write(f"Result: ALTERED ({len(v.altered)} finding(s)).")
         else:
