@@ -36,6 +36,7 @@ from investigations.cases import (
     evidence_pin,
     evidence_remove,
     note_add,
+    pins_of,
     saved_filter_add,
 )
 from investigations.models import Case, Evidence, Report
@@ -239,7 +240,8 @@ def pin(request: HttpRequest) -> HttpResponse:
         else:
             if not request.htmx:
                 return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#evidence")
-            return render(request, "investigations/pin.html#pinned", {"case": case, "pin": pinned})
+            context = {"case": case, "pin": pinned, "event": event, "pinned": pins_of([event.pk])}
+            return render(request, "investigations/pin.html#pinned", context)
     # htmx swaps only 2xx answers: the popover's form comes back with its errors as 200.
     status = 400 if form.errors and not request.htmx else 200
     return render(request, template, {"form": form, "event": event}, status=status)
