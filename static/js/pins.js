@@ -114,7 +114,7 @@
   let lastTicked = null; // for shift-click ranges
 
   function bar() {
-    return document.getElementById("pin-selected");
+    return document.getElementById("select-bar");
   }
 
   function ticks() {
