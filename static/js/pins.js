@@ -96,17 +96,27 @@
   }
 
   // A pin done: the popover closes (the row's marks were replaced by the same answer). The form
-  // swapped itself out, so the open popovers are looked at rather than the swap's target.
+  // swapped itself out, and the popover may have been closed meanwhile (a click elsewhere), so
+  // every answer not yet seen is looked for, and marked seen.
   document.addEventListener("htmx:afterSwap", () => {
-    for (const details of openPops()) {
-      const done = details.querySelector("[data-pinned-ok]");
-      if (done) {
-        announce(done.textContent.trim());
-        close(details, true);
-      } else {
-        place(details);
+    document.querySelectorAll("details.pin-pop [data-pinned-ok]").forEach((done) => {
+      done.removeAttribute("data-pinned-ok");
+      const details = done.closest("details.pin-pop");
+      // a new case: the "pin selected" bar offers it from now on, chosen
+      const cases = details.querySelector("template.bar-cases");
+      const select = document.getElementById("sel-case");
+      if (cases && select) {
+        const fresh = cases.content.querySelector("select");
+        select.replaceChildren(...fresh.cloneNode(true).children);
+        const chosen = fresh.querySelector("option[selected]");
+        if (chosen) select.value = chosen.value;
+        refresh();
       }
-    }
+      if (cases) cases.remove();
+      announce(done.textContent.trim());
+      close(details, details.contains(document.activeElement) || document.activeElement === document.body);
+    });
+    openPops().forEach(place);
   });
 
   // -- ticking events to pin at once ------------------------------------------------
@@ -134,7 +144,10 @@
     const label = form.querySelector("[data-selected-label]");
     if (label) label.textContent = "selected";
     const button = form.querySelector("button[type=submit]");
-    if (button) button.textContent = "Pin " + ticked + " selected";
+    if (button) {
+      button.textContent = "Pin " + ticked + " selected";
+      button.disabled = ticked === 0;
+    }
     const choice = form.querySelector("select[name=case]");
     const title = form.querySelector("input[name=title]");
     if (choice && title) title.hidden = choice.value !== "new";

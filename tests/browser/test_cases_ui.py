@@ -47,6 +47,7 @@ def test_an_event_is_pinned_from_the_explorer_into_a_new_case_and_its_pdf_downlo
     done.wait_for()  # the row shows it pinned, and the popover closed
     case = Case.objects.get(title="shop.orders is gone")
     assert done.inner_text() == f"pinned #{case.pk}"
+    assert page.locator("#sel-case").input_value() == str(case.pk)  # the "pin selected" bar offers it next
     assert not row.locator("details.pin-pop").evaluate("d => d.open")
     assert visit.loads == loads  # pinned in place: the explorer stayed where it was
     pin = case.evidence.get()

@@ -209,7 +209,14 @@ def test_the_single_pin_answer_marks_the_row_in_place(investigator_client, inves
     )
     page = answer.content.decode()
     assert "data-pinned-ok" in page and f'id="pins-{bobs[2].pk}" hx-swap-oob="true"' in page
-    assert f"pinned #{case.pk}" in page
+    assert f"pinned #{case.pk}" in page and "bar-cases" not in page
+    made = investigator_client.post(
+        reverse("pin"), {"event": bobs[3].pk, "case": "new", "title": "Second"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    second = Case.objects.get(title="Second")
+    # the page's "pin selected" bar is handed the new case, chosen, for the next pins
+    assert '<template class="bar-cases">' in made
+    assert f'<option value="{second.pk}" selected>#{second.pk} Second</option>' in made
 
 
 # -- a new case from the explorer's search ------------------------------------------------
