@@ -19,13 +19,15 @@ MARKS_SHOWN = 3  # cases named beside an event; more are counted
 
 @register.simple_tag(takes_context=True)
 def pins_for(context: template.Context, *groups: Any) -> dict[int, list[Case]]:
-    """The cases each listed event is pinned to, in one query per table (groups: lists of events
-    or single events). Empty for a viewer, who reads no case."""
+    """The cases each listed event is pinned to, in one query per table (groups: events, or lists
+    or querysets of them, evaluated here once). Empty for a viewer, who reads no case."""
     if not context.get("may_investigate"):
         return {}
     ids: list[int] = []
     for group in groups:
-        items: Iterable[Any] = group if isinstance(group, (list, tuple)) else [group]
+        items: Iterable[Any] = (
+            [group] if hasattr(group, "pk") else group
+        )  # an event, or a list or query of them
         ids.extend(e.pk for e in items if getattr(e, "pk", None) is not None)
     return pins_of(ids) if ids else {}
 

@@ -198,6 +198,8 @@ def test_every_page_listing_events_offers_ticking_and_shows_the_pinned_state(
         assert page.count(f'id="pins-{culprit.pk}"') == 1, url
     detail = investigator_client.get(reverse("event-detail", args=[culprit.pk])).content.decode()
     assert mark in detail and ticked not in detail  # no bar there: one event, one pin button
+    dashboard = investigator_client.get(reverse("dashboard")).content.decode()
+    assert mark in dashboard and f'id="pins-{culprit.pk}"' not in dashboard  # listed twice there: no id
     unpinned = investigator_client.get(reverse("event-detail", args=[bobs[0].pk])).content.decode()
     assert f'<span class="pin-marks" id="pins-{bobs[0].pk}"></span>' in unpinned
 
@@ -289,3 +291,13 @@ def test_the_api_pins_several_events_at_once(api_client, investigator, viewer, b
     case_set_status(case=case, status=Case.Status.CLOSED)
     assert api_client.post(url, {"events": [bobs[3].pk]}, format="json").status_code == 409
     assert pinned_events(case) == sorted(ids)
+
+
+def test_a_hostile_case_title_is_shown_as_text_in_the_marks_and_the_bar(
+    investigator_client, investigator, bobs
+):
+    case = case_create(user=investigator, title='<script>alert(1)</script>" onmouseover="x')
+    evidence_pin(case=case, event=bobs[2], user=investigator)
+    page = investigator_client.get(reverse("events") + "?user=bob").content.decode()
+    assert "<script>alert(1)" not in page and 'onmouseover="x' not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;&quot; onmouseover=&quot;x" in page
