@@ -4,6 +4,8 @@ it matches (counted first, refused over CASE_FROM_SEARCH_MAX)."""
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.contrib import messages
 from django.db import transaction
@@ -14,12 +16,14 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
 from investigations import audit
-from investigations.bulk_pins import case_from_search, record_pins
+from investigations.bulk_pins import case_from_search, record_pins, search_pins_write
 from investigations.case_forms import BulkPinForm, SearchCaseForm
 from investigations.cases import CaseClosed, case_create, cases_to_pin_into, evidence_pin_many, pins_of
 from investigations.query import TooSlow, count_upto, filter_events, time_limit
 from investigations.roles import Role, role_required
 from investigations.tasks import pin_search_events
+
+logger = logging.getLogger(__name__)
 
 SEARCH_MS = 15_000  # PostgreSQL stops counting (or listing) a search's events after this long
 NOT_FILTERS = ("cursor", "csrfmiddlewaretoken")
@@ -70,6 +74,18 @@ def pin_selected(request: HttpRequest) -> HttpResponse:
     return render(request, "investigations/pin_selected.html", context, status=400)
 
 
+def _queue_search_pins(case_id: int, event_ids: list[int], user_id: int) -> None:
+    """For a worker; without a broker the request pins them itself (bounded by CASE_FROM_SEARCH_MAX)
+    rather than leave a case that says it came from a search but holds none of it."""
+    try:
+        pin_search_events.delay(case_id, event_ids, user_id)
+    except Exception:  # the broker is down
+        logger.warning(
+            "could not queue the pins of case %s: pinning them in the request", case_id, exc_info=True
+        )
+        search_pins_write(case_id, event_ids, user_id)
+
+
 def _search_query(params: QueryDict) -> str:
     query = params.copy()
     for name in NOT_FILTERS:
@@ -110,6 +126,9 @@ def case_from_search_view(request: HttpRequest) -> HttpResponse:
         )
         return render(request, "investigations/case_from_search.html", context, status=400)
     context.update(count=count, more=more)
+    if request.method == "GET":
+        audit.record(request, audit.Action.SEARCH, where="new case from a search", filters=filters,
+                     count=count, count_more=more)  # fmt: skip
     if request.method == "POST" and form.is_valid() and count and not more:
         case, result = case_from_search(
             who=request,
@@ -118,7 +137,7 @@ def case_from_search_view(request: HttpRequest) -> HttpResponse:
             query=query,
             event_ids=ids,
             in_request=settings.CASE_FROM_SEARCH_IN_REQUEST,
-            queue=lambda case_id, event_ids, user_id: pin_search_events.delay(case_id, event_ids, user_id),
+            queue=_queue_search_pins,
         )
         if result is None:
             messages.info(

@@ -190,8 +190,14 @@
     if (event.target.closest && event.target.closest("#pin-selected")) refresh();
   });
 
-  // After "pin selected": the ticks are cleared (a second click would pin nothing new).
+  // After "pin selected": the ticks are cleared (a second click would pin nothing new). New rows
+  // (the explorer's results, an older page): the last answer is about rows no longer shown.
   document.addEventListener("htmx:afterSwap", (event) => {
+    const swapped = event.detail.target;
+    if (swapped && swapped.querySelector && swapped.querySelector('input[form="pin-selected"]')) {
+      clearResult();
+      refresh();
+    }
     if (event.detail.target && event.detail.target.id === "pin-selected-result") {
       if (event.detail.target.querySelector("[data-pinned-ok]")) {
         ticks().forEach((box) => (box.checked = false));

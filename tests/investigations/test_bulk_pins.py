@@ -233,6 +233,8 @@ def test_a_new_case_from_a_search_shows_the_count_first_then_pins_every_match(
     form = investigator_client.get(url).content.decode()
     assert f"<strong>{len(matching)}</strong>" in form and f"pin {len(matching)} events" in form
     assert not Case.objects.exists()  # looking creates nothing
+    looked = AuditRecord.objects.get(action="search", details__where="new case from a search")
+    assert looked.details["count"] == len(matching) and looked.details["filters"]["user"] == "bob"
     answer = investigator_client.post(url, {"title": "bob's damage", "description": "from the search"})
     case = Case.objects.get(title="bob's damage")
     assert answer.status_code == 302 and answer["Location"] == reverse("case-detail", args=[case.pk])
