@@ -307,6 +307,10 @@ FILE_UPLOAD_HANDLERS = ["ingest.uploads.HashingUploadHandler"]
 # The largest log file an upload may bring (checked while it streams; default 20 GiB). A proxy
 # in front needs a body limit at least this large (nginx: client_max_body_size).
 MAX_UPLOAD_BYTES = env_int("MAX_UPLOAD_BYTES", 20 * 1024**3)
+# "New case from this search" pins at most this many matching events (a larger search is refused,
+# with its count); more than CASE_FROM_SEARCH_IN_REQUEST are pinned by a worker, not the request.
+CASE_FROM_SEARCH_MAX = env_int("CASE_FROM_SEARCH_MAX", 10_000)
+CASE_FROM_SEARCH_IN_REQUEST = env_int("CASE_FROM_SEARCH_IN_REQUEST", 500)
 # How many months of event partitions to keep created ahead of today.
 EVENT_PARTITIONS_AHEAD = env_int("EVENT_PARTITIONS_AHEAD", 3)
 

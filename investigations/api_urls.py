@@ -24,6 +24,7 @@ urlpatterns = [
     path("cases/", case_api.case_list, name="api-cases"),
     path("cases/<int:case_id>/", case_api.case_detail, name="api-case"),
     path("cases/<int:case_id>/evidence/", case_api.case_evidence, name="api-case-evidence"),
+    path("cases/<int:case_id>/evidence/bulk/", case_api.case_evidence_bulk, name="api-case-evidence-bulk"),
     path("cases/<int:case_id>/evidence/<int:event_id>/", case_api.case_evidence_remove, name="api-unpin"),
     path("cases/<int:case_id>/notes/", case_api.case_notes, name="api-case-notes"),
     path("cases/<int:case_id>/reports/", case_api.case_reports, name="api-case-reports"),

@@ -22,13 +22,16 @@ from rest_framework.response import Response
 
 from ingest.models import Event
 from investigations import audit
+from investigations.bulk_pins import record_pins
 from investigations.cases import (
+    MAX_PINS_PER_REQUEST,
     AlreadyPinned,
     CaseClosed,
     can_change_case,
     case_create,
     case_set_status,
     evidence_pin,
+    evidence_pin_many,
     evidence_remove,
     note_add,
 )
@@ -323,6 +326,53 @@ def case_evidence(request: Request, case_id: int) -> Response:
     return Response(
         {"count": paginator.count, "next": next_url, "results": EvidenceSerializer(items, many=True).data}
     )
+
+
+class BulkEvidenceInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    events = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+        min_length=1,
+        max_length=MAX_PINS_PER_REQUEST,
+        help_text=f"Event ids (as /api/v1/events/ gives them), at most {MAX_PINS_PER_REQUEST}",
+    )
+    note = serializers.CharField(required=False, allow_blank=True, default="", max_length=MAX_CASE_TEXT)
+
+
+class BulkEvidenceSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    pinned = serializers.ListField(child=serializers.IntegerField(), help_text="Pinned now")
+    already_pinned = serializers.ListField(
+        child=serializers.IntegerField(), help_text="In the case before (left as they were)"
+    )
+    missing = serializers.ListField(child=serializers.IntegerField(), help_text="No such event in the store")
+
+
+@extend_schema(
+    parameters=[_CASE_ID],
+    request=BulkEvidenceInputSerializer,
+    responses={200: BulkEvidenceSerializer, 409: OpenApiTypes.OBJECT},
+    summary="Pin several events",
+    description=f"Pins up to {MAX_PINS_PER_REQUEST} events in one transaction, each keeping its time and "
+    "record hash as a single pin does. Idempotent: events already in the case are listed in "
+    "`already_pinned`, ids of no stored event in `missing`; 409 when the case is closed.",
+    examples=[
+        OpenApiExample("pin three", {"events": [1234, 1235, 1240], "note": "bob's wipe"}, request_only=True)
+    ],
+)
+@api_view(["POST"])
+@permission_classes([role_permission(Role.INVESTIGATOR)])
+def case_evidence_bulk(request: Request, case_id: int) -> Response:
+    case = _case(request, case_id, change=True)
+    data = _valid(BulkEvidenceInputSerializer(data=request.data))
+    try:
+        with transaction.atomic():
+            result = evidence_pin_many(
+                case=case, event_ids=data["events"], user=request.user, note=data["note"]
+            )
+            record_pins(request, case, result, via="api")
+    except CaseClosed as exc:
+        return Response({"detail": _conflict(exc)}, status=status.HTTP_409_CONFLICT)
+    body = {"pinned": result.pinned, "already_pinned": result.already, "missing": result.missing}
+    return Response(BulkEvidenceSerializer(body).data)
 
 
 def _conflict(exc: Exception) -> str:

@@ -8,6 +8,7 @@ from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
+from investigations.cases import MAX_PINS_PER_REQUEST
 from investigations.models import MAX_CASE_TEXT, Case, Report
 from investigations.roles import Role
 
@@ -131,3 +132,42 @@ class SaveSearchForm(SavedFilterForm):
 
 class ReportForm(forms.Form):
     format = forms.ChoiceField(choices=Report.Format.choices)
+
+
+class EventIdsField(forms.Field):
+    """Event ids ticked on a page (`event=1&event=2...`), each once, at most MAX_PINS_PER_REQUEST."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> list[int]:
+        try:
+            ids = [int(v) for v in (value or [])]
+        except (TypeError, ValueError):
+            raise forms.ValidationError("Events are named by their ids, whole numbers.") from None
+        if any(not 0 < i < 2**63 for i in ids):
+            raise forms.ValidationError("No event has such an id.")
+        return list(dict.fromkeys(ids))
+
+    def validate(self, value: list[int]) -> None:
+        if not value:
+            raise forms.ValidationError("Tick the events to pin first.")
+        if len(value) > MAX_PINS_PER_REQUEST:
+            raise forms.ValidationError(
+                f"{len(value)} events are ticked: at most {MAX_PINS_PER_REQUEST} are pinned at once."
+            )
+
+
+class BulkPinForm(PinForm):
+    """Pin the ticked events of a page into one case (or a new one); `next` is the page to go back to."""
+
+    event = EventIdsField()
+    next = forms.CharField(required=False, max_length=4000, widget=forms.HiddenInput)
+
+
+class SearchCaseForm(forms.Form):
+    """A new case made from the explorer's search (its filters are the page's query string)."""
+
+    title = forms.CharField(max_length=200)
+    description = forms.CharField(
+        required=False, max_length=MAX_CASE_TEXT, widget=forms.Textarea(attrs={"rows": 3})
+    )

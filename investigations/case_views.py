@@ -36,6 +36,7 @@ from investigations.cases import (
     evidence_pin,
     evidence_remove,
     note_add,
+    pins_of,
     saved_filter_add,
 )
 from investigations.models import Case, Evidence, Report
@@ -227,6 +228,7 @@ def pin(request: HttpRequest) -> HttpResponse:
         note = form.cleaned_data["note"]
         try:
             with transaction.atomic():
+                made = case is None
                 if case is None:
                     case = case_create(user=request.user, title=form.cleaned_data["title"].strip())
                     audit.record(request, audit.Action.CASE_CREATE, case=case.pk, title=case.title)
@@ -239,7 +241,11 @@ def pin(request: HttpRequest) -> HttpResponse:
         else:
             if not request.htmx:
                 return HttpResponseRedirect(reverse("case-detail", args=[case.pk]) + "#evidence")
-            return render(request, "investigations/pin.html#pinned", {"case": case, "pin": pinned})
+            context = {"case": case, "pin": pinned, "event": event, "pinned": pins_of([event.pk])}
+            if made:  # the page's "pin selected" bar offers it next (static/js/pins.js)
+                fresh = PinForm(cases=cases_to_pin_into(request.user))
+                context.update(case_choices=fresh.fields["case"].choices, chosen=str(case.pk))
+            return render(request, "investigations/pin.html#pinned", context)
     # htmx swaps only 2xx answers: the popover's form comes back with its errors as 200.
     status = 400 if form.errors and not request.htmx else 200
     return render(request, template, {"form": form, "event": event}, status=status)

@@ -20,3 +20,11 @@ def generate_report(report_id: int) -> str | None:
 
     report = report_generate(report_id)
     return report.sha256 if report else None
+
+
+@shared_task
+def pin_search_events(case_id: int, event_ids: list[int], user_id: int) -> int:
+    """Pin the events of a large "new case from this search" (see `bulk_pins.case_from_search`)."""
+    from investigations.bulk_pins import search_pins_write
+
+    return len(search_pins_write(case_id, event_ids, user_id).pinned)

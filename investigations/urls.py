@@ -5,6 +5,7 @@ from django.urls import path, register_converter
 from investigations import (
     audit_views,
     case_views,
+    pin_views,
     session_views,
     source_views,
     table_views,
@@ -48,6 +49,8 @@ urlpatterns = [
     path("cases/", case_views.case_list, name="cases"),
     path("cases/new/", case_views.case_new, name="case-new"),
     path("cases/pin/", case_views.pin, name="pin"),
+    path("cases/pin-selected/", pin_views.pin_selected, name="pin-selected"),
+    path("cases/from-search/", pin_views.case_from_search_view, name="case-from-search"),
     path("cases/save-search/", case_views.save_search, name="case-save-search"),
     path("cases/<int:case_id>/", case_views.case_detail, name="case-detail"),
     path("cases/<int:case_id>/edit/", case_views.case_edit, name="case-edit"),

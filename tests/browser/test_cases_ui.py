@@ -43,15 +43,18 @@ def test_an_event_is_pinned_from_the_explorer_into_a_new_case_and_its_pdf_downlo
     form.locator("textarea[name=note]").fill("the renamed orders table dropped")
     loads = visit.loads
     form.get_by_role("button", name="Pin").click()
-    done = row.locator("p.pinned")
-    done.wait_for()
-    assert visit.loads == loads  # pinned in place: the explorer stayed where it was
+    done = row.locator("a.pin-mark")
+    done.wait_for()  # the row shows it pinned, and the popover closed
     case = Case.objects.get(title="shop.orders is gone")
+    assert done.inner_text() == f"pinned #{case.pk}"
+    assert page.locator("#sel-case").input_value() == str(case.pk)  # the "pin selected" bar offers it next
+    assert not row.locator("details.pin-pop").evaluate("d => d.open")
+    assert visit.loads == loads  # pinned in place: the explorer stayed where it was
     pin = case.evidence.get()
     assert pin.note == "the renamed orders table dropped" and pin.event.sql == "DROP TABLE orders_old"
 
-    done.get_by_role("link").click()
-    page.wait_for_url(f"**/cases/{case.pk}/")
+    done.click()
+    page.wait_for_url(f"**/cases/{case.pk}/#evidence")
     assert "DROP TABLE orders_old" in page.inner_text("#evidence")
     # The report is queued on commit; the task runs there and then (eagerly), as a worker would.
     page.get_by_role("button", name="PDF report").click()
