@@ -18,7 +18,7 @@ from ingest.models import Alert
 from investigations import audit
 from investigations.export import events_as_api, export_lines
 from investigations.openapi import EMPTY_MEANS_ANY
-from investigations.query import STATEMENT_TYPE_PATTERN, BadCursor, EventFilter, filter_events, keyset_page
+from investigations.query import STATEMENT_TYPE_PATTERN, BadCursor, EventFilter, filter_events, sorted_page
 from investigations.roles import Role, role_permission
 from investigations.serializers import (
     AlertPageSerializer,
@@ -114,12 +114,14 @@ def page_size(params: QueryDict) -> int:
         PAGE_SIZE_PARAMETER,
     ],
     responses=EventPageSerializer,
-    summary="Normalized events, newest first",
+    summary="Normalized events, newest first (or as `sort` says)",
     description=(
         "Every statement and connection event the logs hold, filtered as the explorer filters "
         "(filters combine with AND), newest first (events whose time the log did not give come "
-        "last). Pages go by a keyset cursor: follow `next` until it is null; events ingested "
-        "meanwhile never shift or repeat what the next page holds."
+        "last), or by `sort`: a column (`time`, `server`, `user`, `host`, `database`, `type`, "
+        "`table`), `-` first for descending, ties newest first. Pages go by a keyset cursor: "
+        "follow `next` until it is null; events ingested meanwhile never shift or repeat what the "
+        "next page holds. An unknown `sort` is refused (400)."
     ),
     operation_id="events_list",
 )
@@ -130,8 +132,9 @@ def event_list(request: Request) -> Response:
     if not flt.is_valid():
         raise ValidationError(flt.errors)
     try:
-        page = keyset_page(
+        page = sorted_page(
             flt.qs.select_related("session", "source_file"),
+            flt.sort_order,
             request.query_params.get("cursor"),
             page_size(request.query_params),
         )

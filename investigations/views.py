@@ -27,9 +27,9 @@ from investigations.query import (
     TooSlow,
     count_upto,
     filter_events,
-    keyset_page,
     recent_gaps,
     session_context,
+    sorted_page,
     time_bounds,
     time_limit,
     timeline,
@@ -178,12 +178,14 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
     events = flt.qs.select_related("session").defer("raw", "fingerprint")
     try:
         with time_limit(PAGE_MS):
-            found["page"] = keyset_page(events, params.get("cursor"), PAGE_SIZE)
+            found["page"] = sorted_page(events, flt.sort_order, params.get("cursor"), PAGE_SIZE)
     except BadCursor as e:
         found["error"] = str(e)
         return found
     except TooSlow:
         found["error"] = "This filter took too long. Narrow the time range, or add a table or a user."
+        if flt.sort_order.lstrip("-") != "time":
+            found["error"] += " (Sorting by a column other than time reads every matching event.)"
         return found
     if params.get("cursor"):
         return found  # older pages: the count and the chart are the first page's
@@ -240,6 +242,8 @@ def event_list(request: HttpRequest) -> HttpResponse:
         next_query = next_params.urlencode()
     newest = params.copy()
     newest.pop("cursor", None)
+    export = newest.copy()
+    export.pop("sort", None)
     kept = []
     for name in KEPT_FILTERS:
         value = params.get(name, "").strip()
@@ -259,10 +263,13 @@ def event_list(request: HttpRequest) -> HttpResponse:
         "next_query": next_query,
         "first_page": not params.get("cursor"),
         "newest_query": newest.urlencode(),
+        "export_query": export.urlencode(),
         "has_events": Event.objects.exists(),
         "kept_filters": kept,
         "range_resolved": resolved is not None,
         "count_limit": COUNT_LIMIT,
+        "sortable": True,
+        "sort": flt.sort_order,
     }
     response = render(request, htmx_template(request, "investigations/event_list.html", "results"), context)
     if resolved is not None:

@@ -1,0 +1,55 @@
+"""Template helpers for the explorer's table: sortable column headers and statement-type colours."""
+
+from __future__ import annotations
+
+from django import template
+from django.http import QueryDict
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+from investigations.palette import badge_class
+
+register = template.Library()
+
+_ARIA = {"": "ascending", "-": "descending"}
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context: template.Context, key: str, label: str) -> SafeString:
+    """A column header that sorts the explorer by `key` (`sort` of the one filter), keeping the
+    other filters; a second click turns the order round. Without `sortable` in the context it is
+    a plain header (the same table on other pages). The time column names the page's zone."""
+    extra = f" ({timezone.get_current_timezone_name()})" if key == "time" else ""
+    if not context.get("sortable"):
+        return format_html('<th scope="col">{}{}</th>', label, extra)
+    current = context.get("sort") or "-time"
+    params: QueryDict = context["params"].copy()
+    params.pop("cursor", None)
+    if current.lstrip("-") == key:
+        sign = "" if current.startswith("-") else "-"
+        aria, arrow = _ARIA["-" if current.startswith("-") else ""], "▼" if current.startswith("-") else "▲"
+    else:
+        sign = "-" if key == "time" else ""  # time starts newest first, text columns A to Z
+        aria, arrow = "none", ""
+    params["sort"] = f"{sign}{key}"
+    if params["sort"] == "-time":
+        params.pop("sort")
+    query = params.urlencode()
+    return format_html(
+        '<th scope="col" aria-sort="{}"><a class="sort" href="?{}" hx-get="?{}" hx-target="#results" '
+        'hx-push-url="true" title="Sort by {}">{}{}<span class="arrow" aria-hidden="true">{}</span></a></th>',
+        aria,
+        query,
+        query,
+        label.lower(),
+        label,
+        extra,
+        arrow,
+    )
+
+
+@register.filter
+def type_badge(statement_type: str, destructive: bool = False) -> str:
+    """The CSS classes of a statement type's badge: its colour from the one palette."""
+    return badge_class(statement_type, bool(destructive))
