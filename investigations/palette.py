@@ -39,9 +39,23 @@ STATEMENT_COLOURS: dict[str, str] = {
     "BEGIN": "#5b7db1",  # as a session's transaction brackets
     "COMMIT": "#34568b",
     "ROLLBACK": "#b9770e",
+    "CREATE DATABASE": "#0e6655",
+    "CREATE PROCEDURE": "#117a65",
+    "PREPARE": "#7fb3d5",
+    "EXECUTE": "#cb4335",
+    "DEALLOCATE PREPARE": "#aeb6bf",
+    "USE": "#85c1e9",
+    "SHOW": "#a9cce3",
+    "TABLE READ": "#aed6f1",  # server_audit's table operations
+    "TABLE WRITE": "#f0b27a",
+    "PURGE BINARY LOGS": "#641e16",
+    "RESET MASTER": "#78281f",
+    "SHUTDOWN": "#17202a",
+    "UNINSTALL SONAME": "#943126",
     "Connect": "#48c9b0",
     "Quit": "#99a3a4",
     "Init DB": "#76b7e5",
+    "Change user": "#d4ac0d",
 }
 # Every other type, and the chart's "other" series: one colour per side.
 OTHER = "#aab4be"

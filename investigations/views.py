@@ -20,6 +20,7 @@ from investigations import audit
 from investigations.attribution import attribution_proof
 from investigations.charts import bucket_rows, chart_data
 from investigations.middleware import TZ_COOKIE, zone_named
+from investigations.precision import time_digits
 from investigations.query import (
     FLAGS,
     BadCursor,
@@ -307,7 +308,7 @@ def event_reveal(request: HttpRequest, event_id: int) -> HttpResponse:
 
 def _event_for_page(event_id: int) -> Event:
     return get_object_or_404(
-        Event.objects.select_related("session", "source_file", "ingest_run"), pk=event_id
+        Event.objects.select_related("session", "source_file__source", "ingest_run"), pk=event_id
     )
 
 
@@ -321,4 +322,6 @@ def _event_context(event: Event) -> dict[str, object]:
     )
     context["raw_withheld"] = raw_withheld(event)
     context["shown_raw"] = shown_raw(event)
+    source = event.source_file.source
+    context["time_digits"] = time_digits(bytes(event.raw), source.format, source.kind)
     return context

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from django import template
 from django.http import QueryDict
 from django.utils import timezone
@@ -53,3 +55,45 @@ def sort_header(context: template.Context, key: str, label: str) -> SafeString:
 def type_badge(statement_type: str, destructive: bool = False) -> str:
     """The CSS classes of a statement type's badge: its colour from the one palette."""
     return badge_class(statement_type, bool(destructive))
+
+
+PRECISION_WORDS = {0: "to the second", 3: "to the millisecond", 6: "to the microsecond"}
+
+
+def _clock(when: datetime, digits: int) -> str:
+    shown = when.strftime("%Y-%m-%d %H:%M:%S")
+    return shown + ("." + f"{when.microsecond:06d}"[:digits] if digits else "")
+
+
+@register.simple_tag
+def logged_time(when: datetime | None, digits: int | None) -> SafeString:
+    """An event's time once in the page's zone (with its abbreviation), and once in UTC when the
+    page's zone is another, each to the log's own precision (`digits` after the seconds; None:
+    not known, all six shown)."""
+    if when is None:
+        return format_html('<span class="unknown">{}</span>', "unknown: the log never said when")
+    shown_digits = 6 if digits is None else digits
+    local, utc = timezone.localtime(when), when.astimezone(UTC)
+    zone = timezone.get_current_timezone_name()
+    words = (
+        PRECISION_WORDS.get(digits, f"to {digits} digits after the second") if digits is not None else None
+    )
+    note = f"as the log wrote it, {words}" if words else "the log's precision is not known: as stored"
+    iso = utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    if local.utcoffset() == utc.utcoffset() and zone in ("UTC", "Etc/UTC", "GMT", "Etc/GMT"):
+        return format_html(
+            '<time datetime="{}">{} UTC</time> <span class="hint">({})</span>',
+            iso,
+            _clock(utc, shown_digits),
+            note,
+        )
+    return format_html(
+        '<time datetime="{}">{} {}</time> <span class="hint">({}; {})</span><br>'
+        '<span class="mono">{} UTC</span>',
+        iso,
+        _clock(local, shown_digits),
+        local.tzname() or "",
+        zone,
+        note,
+        _clock(utc, shown_digits),
+    )
