@@ -97,3 +97,20 @@ def logged_time(when: datetime | None, digits: int | None) -> SafeString:
         note,
         _clock(utc, shown_digits),
     )
+
+
+@register.simple_tag
+def moment_at(when: datetime | None, digits: int | None) -> SafeString:
+    """A time in the page's zone with its abbreviation, to `digits` after the second (None: six),
+    its UTC instant on hover: for a second time on a page that knows the log's precision."""
+    if when is None:
+        return format_html('<span class="unknown">{}</span>', "unknown")
+    local, utc = timezone.localtime(when), when.astimezone(UTC)
+    shown_digits = 6 if digits is None else digits
+    return format_html(
+        '<time datetime="{}" title="{} UTC">{} {}</time>',
+        utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        _clock(utc, shown_digits),
+        _clock(local, shown_digits),
+        local.tzname() or "",
+    )

@@ -92,6 +92,10 @@ def test_a_log_of_seconds_shows_seconds_once_in_utc(investigator_client, ingest_
     text = time_shown(investigator_client, event, "UTC")
     assert text.count(clock) == 1 and "UTC" in text and "(UTC)" not in text
     assert clock + "." not in text and "to the second" in text
+    page = investigator_client.get(f"/events/{event.pk}/?tz=UTC").content.decode()
+    shown = re.sub(r"<[^>]+>", " ", page)  # what a reader sees (attributes keep the instant)
+    assert "how auditweb knows who" in shown.lower() and "Shown by" in shown
+    assert ".000000" not in shown  # neither the time nor the login that attributes it
 
 
 @pytest.mark.django_db
