@@ -131,7 +131,7 @@ function drawTimeline(canvas) {
   const data = JSON.parse(source.textContent);
   // Each series' colour comes with the data: the one palette (investigations/palette.py) the badges use.
   const datasets = data.series.map((series) => ({
-    label: series.destructive ? series.label + " (destructive)" : series.label,
+    label: series.destructive && series.label !== "other destructive" ? series.label + " (destructive)" : series.label,
     data: series.data,
     backgroundColor: series.colour,
     stack: "events",
