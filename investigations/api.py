@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import django_filters
 from django.http import QueryDict, StreamingHttpResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -18,7 +20,16 @@ from ingest.models import Alert
 from investigations import audit
 from investigations.export import events_as_api, export_lines
 from investigations.openapi import EMPTY_MEANS_ANY
-from investigations.query import STATEMENT_TYPE_PATTERN, BadCursor, EventFilter, filter_events, keyset_page
+from investigations.query import (
+    DEFAULT_SORT,
+    STATEMENT_TYPE_PATTERN,
+    BadCursor,
+    EventFilter,
+    TooSlow,
+    filter_events,
+    sorted_page,
+    time_limit,
+)
 from investigations.roles import Role, role_permission
 from investigations.serializers import (
     AlertPageSerializer,
@@ -29,6 +40,8 @@ from investigations.serializers import (
 
 API_PAGE_SIZE = 100
 API_MAX_PAGE_SIZE = 1000
+SORTED_PAGE_MS = 15_000  # PostgreSQL stops a page's query after this long
+SORT_TOO_SLOW = "This page took too long to find in this order: narrow the filter (a time range, a table)."
 
 
 class ApiTokenScheme(OpenApiAuthenticationExtension):
@@ -47,7 +60,8 @@ class ApiTokenScheme(OpenApiAuthenticationExtension):
 _EVENT_EXAMPLES = {"table": "shop.orders", "statement_type": "DELETE", "since": "2026-01-05T00:00:00Z",
                    "until": "2026-01-06T00:00:00Z", "user": "alice", "host": "10.0.0.7", "server": "db1",
                    "database": "shop", "destructive": True, "flag": "no_where", "connection_id": 31,
-                   "session": "db1/before-2026-01-05T09:00:00/31", "q": "orders"}  # fmt: skip
+                   "session": "db1/before-2026-01-05T09:00:00/31", "q": "orders",
+                   "sort": "-server"}  # fmt: skip
 
 
 def param_parameters(filterset: type[django_filters.FilterSet], examples: dict) -> list[OpenApiParameter]:
@@ -81,8 +95,13 @@ def param_parameters(filterset: type[django_filters.FilterSet], examples: dict) 
 
 
 def filter_parameters() -> list[OpenApiParameter]:
-    """The explorer's event filters, as documented query parameters."""
-    return param_parameters(EventFilter, _EVENT_EXAMPLES)
+    """The explorer's event filters, as documented query parameters (without `sort`, which only
+    the paged list applies: `sort_parameter`)."""
+    return [p for p in param_parameters(EventFilter, _EVENT_EXAMPLES) if p.name != "sort"]
+
+
+def sort_parameter() -> OpenApiParameter:
+    return next(p for p in param_parameters(EventFilter, _EVENT_EXAMPLES) if p.name == "sort")
 
 
 CURSOR_PARAMETER = OpenApiParameter(
@@ -110,16 +129,19 @@ def page_size(params: QueryDict) -> int:
 @extend_schema(
     parameters=[
         *filter_parameters(),
+        sort_parameter(),
         CURSOR_PARAMETER,
         PAGE_SIZE_PARAMETER,
     ],
     responses=EventPageSerializer,
-    summary="Normalized events, newest first",
+    summary="Normalized events, newest first (or as `sort` says)",
     description=(
         "Every statement and connection event the logs hold, filtered as the explorer filters "
         "(filters combine with AND), newest first (events whose time the log did not give come "
-        "last). Pages go by a keyset cursor: follow `next` until it is null; events ingested "
-        "meanwhile never shift or repeat what the next page holds."
+        "last), or by `sort`: a column (`time`, `server`, `user`, `host`, `database`, `type`, "
+        "`table`), `-` first for descending, ties newest first. Pages go by a keyset cursor: "
+        "follow `next` until it is null; events ingested meanwhile never shift or repeat what the "
+        "next page holds. An unknown `sort` is refused (400)."
     ),
     operation_id="events_list",
 )
@@ -130,13 +152,18 @@ def event_list(request: Request) -> Response:
     if not flt.is_valid():
         raise ValidationError(flt.errors)
     try:
-        page = keyset_page(
-            flt.qs.select_related("session", "source_file"),
-            request.query_params.get("cursor"),
-            page_size(request.query_params),
-        )
+        # A column's order has no index (query.sorted_page): bounded in time as the explorer's.
+        with time_limit(SORTED_PAGE_MS) if flt.sort_order != DEFAULT_SORT else nullcontext():
+            page = sorted_page(
+                flt.qs.select_related("session", "source_file"),
+                flt.sort_order,
+                request.query_params.get("cursor"),
+                page_size(request.query_params),
+            )
     except BadCursor as e:
         raise ValidationError({"cursor": str(e)}) from None
+    except TooSlow:
+        raise ValidationError({"sort": SORT_TOO_SLOW}) from None
     filters = audit.filters_of(request.query_params)
     audit.record(request, audit.Action.SEARCH, where="api", filters=filters, shown=len(page.items))
     next_url = None

@@ -6,6 +6,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from investigations.palette import series_colours
 from investigations.query import Timeline
 
 
@@ -32,7 +33,8 @@ def label_format(width: timedelta) -> str:
 
 def chart_data(tl: Timeline, one_server: bool) -> dict[str, object]:
     """Labels and counts per bucket, each bucket's From/Until as the form's inputs want them
-    (the page's zone, to the second), and which buckets gaps cover.
+    (the page's zone, to the second), which buckets gaps cover, and each series' colour from the
+    one palette (investigations/palette.py), as the badges have it.
 
     A gap is one server's: over a chart of that server alone it hatches the whole height (nothing
     could be recorded); over several servers' events only a band on top (the others went on).
@@ -52,7 +54,12 @@ def chart_data(tl: Timeline, one_server: bool) -> dict[str, object]:
         "from": [_local(s, "%Y-%m-%dT%H:%M:%S") for s in tl.starts],
         "until": [_local(e, "%Y-%m-%dT%H:%M:%S") for e in ends],
         "width": width_text(tl.width),
-        "series": [{"label": s.label, "destructive": s.destructive, "data": s.counts} for s in tl.series],
+        "series": [
+            {"label": s.label, "destructive": s.destructive, "data": s.counts, "colour": colour}
+            for s, colour in zip(
+                tl.series, series_colours([(s.label, s.destructive) for s in tl.series]), strict=True
+            )
+        ],
         "gaps": gaps,
         "gaps_full_height": one_server,
     }

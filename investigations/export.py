@@ -30,6 +30,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL
 
 from ingest.models import Event
+from investigations.reports.text import FORMULA_STARTS
 
 ECS_VERSION = "8.11.0"
 CHUNK_BYTES = 256 * 1024  # lines are handed to the web server in pieces of about this size
@@ -174,6 +175,42 @@ _EXPORT = """COPY (
 ) TO STDOUT WITH (FORMAT csv, QUOTE E'\\x01', DELIMITER E'\\x02')"""
 
 
+# The same events as CSV rows, for spreadsheets (the explorer's "CSV" button): columns named as
+# /api/v1/events/ names the fields, the source flattened. Every text cell that a spreadsheet would
+# run as a formula gets a leading apostrophe, as the case reports' CSV does (reports.text.csv_cell,
+# whose FORMULA_STARTS this shares); COPY's CSV format quotes what needs quoting.
+_FORMULA_CHARS = "ARRAY[" + ", ".join(f"chr({ord(c)})" for c in FORMULA_STARTS) + "]"
+
+
+def _cell(value: str) -> str:
+    """SQL for a text cell neutralised against formulas."""
+    return f"CASE WHEN left({value}, 1) = ANY({_FORMULA_CHARS}) THEN chr(39) || {value} ELSE {value} END"
+
+
+CSV_COLUMNS = (
+    ("id", "e.id"),
+    ("occurred_at", """to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""),
+    ("server", _cell("e.server")), ("session", _cell("s.key")), ("user", _cell('e."user"')),
+    ("host", _cell("e.host")), ("ip", _cell("e.ip")), ("connection_id", "e.connection_id"),
+    ("database", _cell("e.database")), ("command", _cell("e.command")),
+    ("statement_type", _cell("e.statement_type")), ("tables", _cell("array_to_string(e.tables, ' ')")),
+    ("destructive", "CASE WHEN e.destructive THEN 'yes' ELSE 'no' END"),
+    ("flags", _cell("array_to_string(e.flags, ' ')")), ("sql", _cell("e.sql")),
+    ("rows_affected", "e.rows_affected"), ("status", _cell("e.status")),
+    ("source_file", _cell("f.path")), ("source_sha256", "f.sha256"), ("source_line", "e.line"),
+    ("source_offset", "e.byte_offset"), ("attribution", _cell("NULLIF(e.attribution, '')")),
+    ("definer", _cell("e.definer")),
+)  # fmt: skip
+_CSV_JOINS = """LEFT JOIN ingest_session s ON s.id = e.session_id
+LEFT JOIN ingest_sourcefile f ON f.id = e.source_file_id"""
+_EXPORT_CSV = """COPY (
+    SELECT {columns} FROM ({events}) AS e
+    {joins}
+    ORDER BY e.occurred_at ASC NULLS LAST, e.id
+) TO STDOUT WITH (FORMAT csv, HEADER true)"""
+CSV_BOM = "\ufeff".encode()  # spreadsheets then read the file as UTF-8
+
+
 # (timed and untimed asked apart: an OR of the two kept PostgreSQL off the unique index)
 _BY_KEYS = """SELECT e.occurred_at, e.record_hash, {line} FROM ingest_event e
 {joins}
@@ -206,7 +243,8 @@ def events_as_api(keys: list[EventKey]) -> dict[EventKey, dict[str, Any]]:
 
 
 def export_lines(events: QuerySet[Event], schema: str) -> Iterator[bytes]:
-    """NDJSON of these events (a filtered queryset), oldest first, in pieces of CHUNK_BYTES.
+    """NDJSON (`schema` auditweb or ecs) or CSV (`schema` csv: a header, then a row an event) of
+    these events (a filtered queryset), oldest first, in pieces of CHUNK_BYTES.
 
     1. The filter's queryset, reduced to the columns above, is the inner query (its WHERE, its
        parameters); the line's JSON joins the session and the source file to it.
@@ -217,7 +255,12 @@ def export_lines(events: QuerySet[Event], schema: str) -> Iterator[bytes]:
        server and drains what was already sent, so the connection is left idle and reusable.
     """
     inner, params = events.order_by().values(*COLUMNS).query.sql_with_params()
-    statement = _EXPORT.format(line=ECS if schema == "ecs" else PLAIN, joins=_JOINS, events=inner)
+    if schema == "csv":
+        columns = ", ".join(f'{sql} AS "{name}"' for name, sql in CSV_COLUMNS)
+        statement = _EXPORT_CSV.format(columns=columns, joins=_CSV_JOINS, events=inner)
+        yield CSV_BOM
+    else:
+        statement = _EXPORT.format(line=ECS if schema == "ecs" else PLAIN, joins=_JOINS, events=inner)
     connection.ensure_connection()
     with connection.connection.cursor() as cursor:
         cursor.execute(

@@ -115,6 +115,22 @@ class TimeFilter(django_filters.IsoDateTimeFilter):
     field_class = UtcDateTimeField
 
 
+# Columns the explorer and the API sort by (`sort=server`, `sort=-server`): each a text value of
+# the event (never NULL, so that keyset comparisons hold), ties in time order, newest first.
+SORT_KEYS: dict[str, object] = {
+    "time": None,  # occurred_at itself
+    "server": F("server"),
+    "user": Coalesce("user", Value("")),
+    "host": Coalesce("host", Value("")),
+    "database": Coalesce("database", Value("")),
+    "type": Coalesce(NullIf("statement_type", Value("")), "command"),  # as the Type column shows it
+    "table": Coalesce(F("tables__0"), Value("")),  # the first table the statement names
+}
+DEFAULT_SORT = "-time"
+SORT_CHOICES = [(f"{sign}{key}", f"{key} {order}") for key in SORT_KEYS
+                for sign, order in (("", "ascending"), ("-", "descending"))]  # fmt: skip
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -143,10 +159,21 @@ class EventFilter(django_filters.FilterSet):
     since = TimeFilter(field_name="occurred_at", lookup_expr="gte", help_text="ISO 8601")
     until = TimeFilter(field_name="occurred_at", lookup_expr="lt", help_text="ISO 8601")
     q = django_filters.CharFilter(method="filter_text", help_text="Text in the SQL (case-insensitive)")
+    sort = django_filters.ChoiceFilter(
+        method="filter_sort",
+        choices=SORT_CHOICES,
+        help_text="Order of the pages: a column, `-` first for descending (default `-time`, newest first)",
+    )
 
     class Meta:
         model = Event
         fields: list[str] = []
+
+    @property
+    def sort_order(self) -> str:
+        """The valid sort asked for, or the default (newest first)."""
+        chosen = self.form.cleaned_data.get("sort") if self.is_bound and self.is_valid() else None
+        return chosen or DEFAULT_SORT
 
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
@@ -197,6 +224,9 @@ class EventFilter(django_filters.FilterSet):
 
     def filter_text(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         return queryset.filter(sql__icontains=value)
+
+    def filter_sort(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        return queryset  # an order, not a filter: `sorted_page` applies it to a page
 
 
 RENAME_TYPES = ("RENAME TABLE", "ALTER TABLE")
@@ -286,6 +316,76 @@ def keyset_page(queryset: QuerySet, cursor: str | None, size: int, field: str = 
     if len(items) > size:
         return Page(items[:size], _encode_cursor(items[size - 1], field))
     return Page(items, None)
+
+
+def sorted_page(queryset: QuerySet[Event], sort: str, cursor: str | None, size: int) -> Page:
+    """A page of events in the order `sort` names (one of SORT_CHOICES), after `cursor`.
+
+    `-time` is `keyset_page` (the time index, newest first). Any other order is keyset too, on
+    (key, time newest first, id), so pages stay stable while ingestion adds rows; its cursor names
+    the sort, and a cursor of another order is refused. A column other than time has no index
+    (full indexes slow ingestion): PostgreSQL reads every matching event and keeps the best
+    page in a top-N heap, so the cost grows with the matches, bounded by the caller's time limit.
+    """
+    if sort == DEFAULT_SORT:
+        return keyset_page(queryset, cursor, size)
+    descending, key = sort.startswith("-"), sort.lstrip("-")
+    if key not in SORT_KEYS:
+        raise BadCursor(f"No such sort: {sort}.")
+    after = _decode_sorted_cursor(cursor, sort) if cursor else None
+    if key == "time":
+        newest = (
+            F("occurred_at").desc(nulls_last=True) if descending else F("occurred_at").asc(nulls_last=True)
+        )
+        queryset = queryset.order_by(newest, "-id" if descending else "id")
+        if after is not None:
+            queryset = queryset.filter(_after_time(after[1], after[2], descending))
+    else:
+        queryset = queryset.annotate(sort_key=SORT_KEYS[key]).order_by(
+            "-sort_key" if descending else "sort_key", F("occurred_at").desc(nulls_last=True), "-id"
+        )
+        if after is not None:
+            value, when, pk = after
+            beyond = Q(sort_key__lt=value) if descending else Q(sort_key__gt=value)
+            queryset = queryset.filter(beyond | Q(sort_key=value) & _after_time(when, pk, True))
+    items = list(queryset[: size + 1])
+    if len(items) > size:
+        last = items[size - 1]
+        value = getattr(last, "sort_key", None)
+        return Page(items[:size], _encode_sorted_cursor(sort, value, last.occurred_at, last.id))
+    return Page(items, None)
+
+
+def _after_time(when: datetime | None, pk: int, descending: bool) -> Q:
+    """Rows after (when, pk) in time order (`descending`: newest first), unknown times last."""
+    if when is None:
+        return Q(occurred_at__isnull=True) & (Q(id__lt=pk) if descending else Q(id__gt=pk))
+    if descending:
+        return Q(occurred_at__lt=when) | Q(occurred_at=when, id__lt=pk) | Q(occurred_at__isnull=True)
+    return Q(occurred_at__gt=when) | Q(occurred_at=when, id__gt=pk) | Q(occurred_at__isnull=True)
+
+
+def _encode_sorted_cursor(sort: str, value: str | None, when: datetime | None, pk: int) -> str:
+    data = {"sort": sort, "key": value, "time": when.isoformat() if when else None, "id": pk}
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+
+def _decode_sorted_cursor(cursor: str, sort: str) -> tuple[str | None, datetime | None, int]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(data, dict):
+            raise ValueError("not a cursor")
+        value, when, pk = data["key"], data["time"], data["id"]
+        when = datetime.fromisoformat(when) if when is not None else None
+        if not isinstance(pk, int) or not 0 <= pk < 2**63 or (when is not None and when.tzinfo is None):
+            raise ValueError("not a cursor")
+        if not (value is None or isinstance(value, str)) or (value is None) != (sort.lstrip("-") == "time"):
+            raise ValueError("not a cursor")
+    except (binascii.Error, ValueError, TypeError, KeyError, UnicodeDecodeError, RecursionError) as e:
+        raise BadCursor("This cursor is not one AuditWeb gave out.") from e
+    if data.get("sort") != sort:
+        raise BadCursor("This cursor belongs to another sort order: start again from the first page.")
+    return value, when, pk
 
 
 def oldest_first_page(queryset: QuerySet[Event], cursor: str | None, size: int) -> Page:

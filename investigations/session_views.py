@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -56,6 +57,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
         "next_query": next_query,
         "first_page": not request.GET.get("cursor"),
         "has_sessions": Session.objects.exists(),
+        # In the context, not only set by the page's template: htmx's swap renders just the partial.
+        "zone": timezone.get_current_timezone_name(),
     }
     return render(request, htmx_template(request, "investigations/session_list.html", "sessions"), context)
 

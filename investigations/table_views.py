@@ -7,6 +7,7 @@ import logging
 from django.db.models import Count, Max, Min
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
@@ -40,6 +41,7 @@ def table_list(request: HttpRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()[:400]
     tables_seen_refresh_due(_queue_refresh)
     context = {"listing": tables_seen(search, TABLES_SHOWN), "search": search, "shown": TABLES_SHOWN}
+    context["zone"] = timezone.get_current_timezone_name()  # htmx's swap renders just the partial
     return render(request, htmx_template(request, "investigations/table_list.html", "tables"), context)
 
 

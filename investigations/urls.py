@@ -5,6 +5,7 @@ from django.urls import path, register_converter
 from investigations import (
     audit_views,
     case_views,
+    export_views,
     pin_views,
     session_views,
     source_views,
@@ -32,6 +33,11 @@ register_converter(TableNameConverter, "table")
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("events/", views.event_list, name="events"),
+    path("events/export.csv", export_views.event_export, {"fmt": "csv"}, name="events-export-csv"),
+    path("events/export.ndjson", export_views.event_export, {"fmt": "ndjson"}, name="events-export-ndjson"),
+    path(
+        "events/export.ecs.ndjson", export_views.event_export, {"fmt": "ecs.ndjson"}, name="events-export-ecs"
+    ),
     path("events/<int:event_id>/", views.event_detail, name="event-detail"),
     path("events/<int:event_id>/reveal/", views.event_reveal, name="event-reveal"),
     path("events/<int:event_id>/raw/", views.event_raw, name="event-raw"),

@@ -21,6 +21,7 @@ from investigations import audit
 from investigations.attribution import attribution_proof
 from investigations.charts import bucket_rows, chart_data
 from investigations.middleware import TZ_COOKIE, zone_named
+from investigations.precision import time_digits
 from investigations.query import (
     FLAGS,
     BadCursor,
@@ -28,9 +29,9 @@ from investigations.query import (
     TooSlow,
     count_upto,
     filter_events,
-    keyset_page,
     recent_gaps,
     session_context,
+    sorted_page,
     time_bounds,
     time_limit,
     timeline,
@@ -188,12 +189,14 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
     events = flt.qs.select_related("session").defer("raw", "fingerprint")
     try:
         with time_limit(PAGE_MS):
-            found["page"] = keyset_page(events, params.get("cursor"), PAGE_SIZE)
+            found["page"] = sorted_page(events, flt.sort_order, params.get("cursor"), PAGE_SIZE)
     except BadCursor as e:
         found["error"] = str(e)
         return found
     except TooSlow:
         found["error"] = "This filter took too long. Narrow the time range, or add a table or a user."
+        if flt.sort_order.lstrip("-") != "time":
+            found["error"] += " (Sorting by a column other than time reads every matching event.)"
         return found
     if params.get("cursor"):
         return found  # older pages: the count and the chart are the first page's
@@ -250,6 +253,8 @@ def event_list(request: HttpRequest) -> HttpResponse:
         next_query = next_params.urlencode()
     newest = params.copy()
     newest.pop("cursor", None)
+    export = newest.copy()
+    export.pop("sort", None)
     kept = []
     for name in KEPT_FILTERS:
         value = params.get(name, "").strip()
@@ -269,10 +274,13 @@ def event_list(request: HttpRequest) -> HttpResponse:
         "next_query": next_query,
         "first_page": not params.get("cursor"),
         "newest_query": newest.urlencode(),
+        "export_query": export.urlencode(),
         "has_events": Event.objects.exists(),
         "kept_filters": kept,
         "range_resolved": resolved is not None,
         "count_limit": COUNT_LIMIT,
+        "sortable": True,
+        "sort": flt.sort_order,
     }
     response = render(request, htmx_template(request, "investigations/event_list.html", "results"), context)
     if resolved is not None:
@@ -329,7 +337,7 @@ def event_raw(request: HttpRequest, event_id: int) -> HttpResponse:
 
 def _event_for_page(event_id: int) -> Event:
     return get_object_or_404(
-        Event.objects.select_related("session", "source_file", "ingest_run"), pk=event_id
+        Event.objects.select_related("session", "source_file__source", "ingest_run"), pk=event_id
     )
 
 
@@ -349,4 +357,6 @@ def _event_context(event: Event) -> dict[str, object]:
     context["shown_sql"] = shown_part(event.sql)
     context["sql_cut"] = len(event.sql) > settings.SHOWN_MAX_BYTES
     context["shown_max"] = settings.SHOWN_MAX_BYTES
+    source = event.source_file.source
+    context["time_digits"] = time_digits(bytes(event.raw), source.format, source.kind)
     return context

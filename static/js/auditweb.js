@@ -56,9 +56,6 @@ document.addEventListener("change", (event) => {
 
 // -- the explorer's timeline ---------------------------------------------------
 
-const DESTRUCTIVE_COLOURS = ["#c0392b", "#e67e22", "#8e1b10", "#d35400", "#f1948a", "#a04000", "#7b241c", "#f5b041", "#922b21"];
-const OTHER_COLOURS = ["#2e86c1", "#76b7e5", "#17a589", "#7d8fa3", "#5b2c6f", "#a9cce3", "#48c9b0", "#34495e", "#bfc9ca"];
-
 // Hatches the buckets where a server recorded nothing (gaps): the whole height when the chart is of
 // that server alone, else a band along the top (the other servers' events go on below it).
 const gapShading = {
@@ -132,14 +129,11 @@ function drawTimeline(canvas) {
   const source = document.getElementById(canvas.dataset.chart);
   if (!source) return;
   const data = JSON.parse(source.textContent);
-  let destructive = 0;
-  let other = 0;
+  // Each series' colour comes with the data: the one palette (investigations/palette.py) the badges use.
   const datasets = data.series.map((series) => ({
-    label: series.destructive ? series.label + " (destructive)" : series.label,
+    label: series.destructive && series.label !== "other destructive" ? series.label + " (destructive)" : series.label,
     data: series.data,
-    backgroundColor: series.destructive
-      ? DESTRUCTIVE_COLOURS[destructive++ % DESTRUCTIVE_COLOURS.length]
-      : OTHER_COLOURS[other++ % OTHER_COLOURS.length],
+    backgroundColor: series.colour,
     stack: "events",
   }));
   const chart = new Chart(canvas, {
@@ -204,3 +198,20 @@ function drawTimelines(root) {
 // Charts in what htmx swaps in, and in the page as it loads.
 if (window.htmx) htmx.onLoad(drawTimelines);
 document.addEventListener("DOMContentLoaded", () => drawTimelines(document));
+
+// hx-sync="this:replace" cancels a search still running when a newer one starts (typing in a
+// filter). htmx logs every cancelled request as an error (htmx:afterRequest, htmx:sendAbort)
+// before any listener can act; a cancellation htmx:abort asked for is expected, so exactly those
+// two lines are left out of the console while it happens, and every other error still shows.
+(() => {
+  let cancelling = 0;
+  const logError = console.error.bind(console);
+  console.error = (...args) => {
+    const text = typeof args[0] === "string" ? args[0] : "";
+    if (cancelling > 0 && /^htmx:(afterRequest|sendAbort)\b/.test(text)) return;
+    logError(...args);
+  };
+  // Capture: before htmx's own listener (on <body>) aborts the request; bubble: after it.
+  document.addEventListener("htmx:abort", () => { cancelling += 1; }, true);
+  document.addEventListener("htmx:abort", () => { cancelling = Math.max(0, cancelling - 1); });
+})();
