@@ -377,7 +377,10 @@ def ingest_file(
             bytes_read=content_bytes,
             hashed_bytes=content_bytes,
             last_read_at=run.finished_at,
+            finished=True,  # read to its end, its last record flushed (SourceForm.save reopens it)
         )
+        if content_bytes > source_file.hashed_bytes or run.events_stored:  # type: ignore[operator]
+            Source.objects.filter(pk=source.pk).update(last_data_at=run.finished_at)  # it delivered
         if (source_file.sha256, source_file.hashed_bytes) != (sha256, content_bytes):  # new or changed
             chain_file_hash(
                 source_id=source.pk,
