@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from ingest import health
 from ingest.checkpoints import pattern_problem
-from ingest.models import Event, Gap, IngestRun, Source, SourceFile
+from ingest.models import Event, Gap, IngestRun, Source
 from ingest.mysql_table import password_env_problem
 
 DELIVERY_HISTORY = timedelta(days=30)  # how far back deliveries teach a source's rhythm
@@ -91,15 +91,6 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
         if value < 1:
             raise forms.ValidationError("At least 1 second.")
         return value
-
-    def save(self, commit: bool = True) -> Source:
-        """Switching on a source read once by `manage.py ingest` has its files polled again: they
-        were finished (read to their end) but may grow, now that someone follows them."""
-        source = super().save(commit=commit)
-        if commit and "enabled" in self.changed_data and source.enabled:
-            once = SourceFile.objects.filter(source=source, device__isnull=True, compressed=False)
-            once.update(finished=False)
-        return source
 
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}
