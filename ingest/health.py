@@ -102,7 +102,6 @@ class Facts:
 
     now: datetime
     followed: bool  # polled on a schedule: switched on, and not an upload
-    enabled: bool
     upload: bool
     created_at: datetime
     last_delivery: datetime | None  # when new bytes or rows last came

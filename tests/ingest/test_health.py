@@ -22,7 +22,6 @@ def followed(**changes: object) -> Facts:
     facts = Facts(
         now=NOW,
         followed=True,
-        enabled=True,
         upload=False,
         created_at=NOW - timedelta(days=1),
         last_delivery=NOW,
@@ -35,7 +34,7 @@ def followed(**changes: object) -> Facts:
 
 def once(**changes: object) -> Facts:
     """A file given to `manage.py ingest`: switched off, read once."""
-    return replace(followed(), **{"followed": False, "enabled": False, **changes})  # type: ignore[arg-type]
+    return replace(followed(), **{"followed": False, **changes})  # type: ignore[arg-type]
 
 
 def test_it_learns_the_usual_gap_and_suspects_a_silence_well_beyond_it() -> None:
@@ -105,7 +104,7 @@ def test_sources_read_once_are_finished_failed_waiting_or_off() -> None:
     assert judge(once(read_to_end=True, troubles=[Trouble("vanished", "gone")])).state == "finished"
     assert judge(once(reading=True, last_delivery=None)).reason == "queued to be read"
     assert judge(once(read_to_end=False)).state == "off"
-    upload = dict(upload=True, enabled=True)
+    upload = dict(upload=True)
     assert judge(once(read_to_end=True, **upload)).state == "finished"
     assert judge(once(read_to_end=False, **upload)).state == "waiting"
 
