@@ -259,6 +259,9 @@ INGEST_POLL_SECONDS = env_int("INGEST_POLL_SECONDS", 1)
 INGEST_SETTLE_SECONDS = env_int("INGEST_SETTLE_SECONDS", 2)
 # Seconds between beat's looks at the sources' health (alerts when it changes).
 HEALTH_CHECK_SECONDS = env_int("HEALTH_CHECK_SECONDS", 30)
+# The shortest silence that makes a followed source suspect, however often it delivered (at
+# least twice its poll interval; its quiet time is the longest, after which it is dead).
+HEALTH_MIN_SUSPECT_SECONDS = env_int("HEALTH_MIN_SUSPECT_SECONDS", 60)
 CELERY_BEAT_SCHEDULE = {
     # Monthly partitions of the event table exist before events for them arrive.
     "create-event-partitions": {"task": "ingest.tasks.create_event_partitions", "schedule": 6 * 3600},

@@ -380,7 +380,12 @@ def ingest_file(
             bytes_read=content_bytes,
             hashed_bytes=content_bytes,
             last_read_at=run.finished_at,
+            # Read to its end, its last record flushed. Switched on later, its source polls it as a
+            # new file (named by its first KiB, not the 64 KiB here), so new lines are still read.
+            finished=True,
         )
+        if content_bytes > source_file.hashed_bytes or run.events_stored:  # type: ignore[operator]
+            Source.objects.filter(pk=source.pk).update(last_data_at=run.finished_at)  # it delivered
         if (source_file.sha256, source_file.hashed_bytes) != (sha256, content_bytes):  # new or changed
             chain_file_hash(
                 source_id=source.pk,

@@ -1,22 +1,32 @@
 """Sources as the operator manages them: one form that validates a source (the Sources page, the
-API and the admin use it), and the health of a source (the Sources page, the API, later a dashboard)."""
+API and the admin use it), and the facts the health model judges (ingest.health) gathered from
+the store, for the dashboard, the Sources pages, the API and the alerts alike."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
+from django.conf import settings
+from django.db import models
 from django.utils import timezone
 
+from ingest import health
 from ingest.checkpoints import pattern_problem
 from ingest.models import Event, Gap, IngestRun, Source
 from ingest.mysql_table import password_env_problem
+
+DELIVERY_HISTORY = timedelta(days=30)  # how far back deliveries teach a source's rhythm
+DELIVERY_RUNS = 1000  # and among how many of its newest runs
+ACTIVE = (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING)
 
 
 class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -98,30 +108,41 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
 
 @dataclass
 class Health:
-    """How a source is doing: `state` is ok, unhealthy, waiting (never read yet) or off."""
+    """How a source is doing, as every page, the API and the alerts show it (ingest.health).
+
+    `state` is alive, suspect, dead, failed, waiting, finished or off; `reason` says why in a
+    sentence; `legacy` is the coarse ok/unhealthy/waiting/off the API's `health.state` and the
+    alerts have always used, with `reasons` and `kinds` the troubles behind an unhealthy one."""
 
     state: str
+    reason: str = ""
     reasons: list[str] = field(default_factory=list)
     # What kind of trouble each reason is, without its figures: vanished, unreadable, refused
     # (the last poll's error), failed, silent. An alert is raised when these change.
     kinds: list[str] = field(default_factory=list)
     # The statement that switched logging off, when the logs read show it (an Event id).
     logging_off_event: int | None = None
+    last_data_at: datetime | None = None  # when the source last delivered new bytes or rows
+    expected_seconds: float | None = None  # the learned gap between deliveries
+    suspect_after: float | None = None
+    dead_after: float | None = None
+
+    @property
+    def legacy(self) -> str:
+        return health.LEGACY[self.state]
 
     @property
     def ok(self) -> bool:
-        return self.state in ("ok", "waiting", "off")
+        return self.legacy != "unhealthy"
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.state in health.ATTENTION
 
     def as_dict(self) -> dict[str, object]:
-        return {"state": self.state, "reasons": self.reasons, "logging_off_event": self.logging_off_event}
-
-
-def _ago(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+        """The API's `health` object, as it always was."""
+        reasons = self.reasons if self.legacy == "unhealthy" else []
+        return {"state": self.legacy, "reasons": reasons, "logging_off_event": self.logging_off_event}
 
 
 def _logging_off_event(source: Source) -> int | None:
@@ -144,49 +165,91 @@ def _logging_off_event(source: Source) -> int | None:
     return next(iter(found), None)
 
 
-def source_health(source: Source, now: datetime | None = None) -> Health:
-    """Why a source needs attention, if it does: its file gone or unreadable, its database refusing
-    the connection, the last run failing, or no new data for longer than its quiet time (linked to
-    the statement that switched logging off when the logs show one)."""
-    now = now or timezone.now()
-    if not source.enabled and source.kind != Source.Kind.UPLOAD:  # an upload is read once, never polled
-        return Health("off")
-    reasons: list[str] = []
-    kinds: list[str] = []
-    if source.kind == Source.Kind.FILE:
+def _troubles(source: Source, last_run: IngestRun | None) -> list[health.Trouble]:
+    """Why the source cannot be read now: its files gone or unreadable, its database refusing the
+    connection (the last poll's error), or its last run failing."""
+    troubles: list[health.Trouble] = []
+    if source.kind == Source.Kind.FILE and source.enabled:
         matches = glob.glob(source.path)
         if not matches:
-            reasons.append(f"the file vanished: nothing matches {source.path}")
-            kinds.append("vanished")
+            troubles.append(health.Trouble("vanished", f"the file vanished: nothing matches {source.path}"))
         unreadable = [m for m in matches if os.path.isfile(m) and not os.access(m, os.R_OK)]
         if unreadable:
-            reasons.append(f"permission denied reading {', '.join(unreadable[:3])}")
-            kinds.append("unreadable")
-    if source.last_error and source.last_error not in " ".join(reasons):
-        reasons.append(source.last_error)
-        kinds.append("refused")
-    last_run = source.runs.exclude(status=IngestRun.Status.QUEUED).order_by("-started_at").first()
+            reason = f"permission denied reading {', '.join(unreadable[:3])}"
+            troubles.append(health.Trouble("unreadable", reason))
+    if source.last_error and source.enabled and source.last_error not in " ".join(t.reason for t in troubles):
+        troubles.append(health.Trouble("refused", source.last_error))
     failed = last_run is not None and last_run.status == IngestRun.Status.FAILED
     if failed and not source.last_error and not last_run.error.startswith("interrupted"):  # type: ignore[union-attr]
-        reasons.append(f"the last run failed: {last_run.error}")  # type: ignore[union-attr]
-        kinds.append("failed")
+        troubles.append(health.Trouble("failed", f"the last run failed: {last_run.error}"))  # type: ignore[union-attr]
+    return troubles
+
+
+def _read_to_end(source: Source, last_run: IngestRun | None) -> bool:
+    """Whether a source read once has every file read to its end, by a run that ended well.
+
+    A file given to `manage.py ingest` before it recorded `finished` counts when its SHA-256 was
+    recorded: that happens only once the whole file was read."""
+    if source.kind == Source.Kind.MYSQL_TABLE or last_run is None or last_run.status != IngestRun.Status.DONE:
+        return False
+    files = source.files.values_list("finished", "device", "sha256")
+    return bool(files) and all(done or (device is None and sha) for done, device, sha in files)
+
+
+def source_health(source: Source, now: datetime | None = None) -> Health:
+    """The source's state and why, from what the store knows (ingest.health judges)."""
+    now = now or timezone.now()
+    runs = source.runs.order_by("-started_at")
+    last_run = runs.exclude(status=IngestRun.Status.QUEUED).first()
+    # Deliveries: runs that read new bytes (rows, for a table), newest first, among its newest
+    # DELIVERY_RUNS runs of the last DELIVERY_HISTORY: a table polled every minute for a month has
+    # 43,200 runs, nearly all empty, and walking them all would cost every page (bench/health_bench.py).
+    recent = runs.filter(finished_at__gte=now - DELIVERY_HISTORY).values("pk")[:DELIVERY_RUNS]
+    delivered = IngestRun.objects.filter(
+        pk__in=models.Subquery(recent), bytes_read__gt=0, status=IngestRun.Status.DONE
+    ).order_by("-started_at")
+    deliveries = list(delivered.values_list("finished_at", flat=True)[: health.MAX_GAPS + 1])
+    # The pipeline keeps last_data_at; a source read before `manage.py ingest` kept it has its runs.
+    last = source.last_data_at or next(iter(deliveries), None)
+    upload = source.kind == Source.Kind.UPLOAD
+    followed = source.enabled and not upload
+    facts = health.Facts(
+        now=now,
+        followed=followed,
+        upload=upload,
+        created_at=source.created_at,
+        last_delivery=last,
+        deliveries=deliveries,
+        floor=float(max(settings.HEALTH_MIN_SUSPECT_SECONDS, 2 * source.interval_seconds)),
+        ceiling=float(source.quiet_seconds),
+        troubles=_troubles(source, last_run),
+        reading=not followed and runs.filter(status__in=ACTIVE).exists(),
+        read_to_end=not followed and _read_to_end(source, last_run),
+    )
+    verdict = health.judge(facts)
     off_event = None
-    if source.kind != Source.Kind.UPLOAD:
-        since = source.last_data_at or source.created_at
-        silent = (now - since).total_seconds()
-        if silent > source.quiet_seconds:
-            what = "no new data" if source.last_data_at else "no data yet"
-            reason = f"{what} for {_ago(silent)} (expected within {_ago(source.quiet_seconds)})"
-            off_event = _logging_off_event(source)
-            if off_event is not None:
-                reason += ": logging was switched off (see the statement that did it)"
-            reasons.append(reason)
-            kinds.append("silent: logging off" if off_event is not None else "silent")
-    if reasons:
-        return Health("unhealthy", reasons, kinds, off_event)
-    if source.last_polled_at is None and source.kind != Source.Kind.UPLOAD:
-        return Health("waiting")
-    return Health("ok")
+    expectation = verdict.expectation
+    if expectation is not None and (verdict.silent_for or 0) > expectation.suspect_after:
+        off_event = _logging_off_event(source)  # the silence may have a cause the logs show
+        if off_event is not None:
+            verdict = health.judge(dataclasses.replace(facts, logging_off=True))
+    return Health(
+        state=verdict.state,
+        reason=verdict.reason,
+        reasons=list(verdict.details),
+        kinds=list(verdict.kinds),
+        logging_off_event=off_event,
+        last_data_at=last,
+        expected_seconds=expectation.every if expectation else None,
+        suspect_after=expectation.suspect_after if expectation else None,
+        dead_after=expectation.dead_after if expectation else None,
+    )
+
+
+def source_state_counts(healths: Iterable[Health]) -> list[tuple[str, int]]:
+    """How many sources are in each state, in the model's order of states (none left out as 0)."""
+    counts = Counter(h.state for h in healths)
+    return [(state, counts[state]) for state in health.STATES if counts[state]]
 
 
 def check_sources_health(sources: Iterable[Source] | None = None) -> int:
@@ -195,7 +258,7 @@ def check_sources_health(sources: Iterable[Source] | None = None) -> int:
 
     raised = 0
     for source in sources if sources is not None else Source.objects.all():
-        health = source_health(source)
-        if note_source_health(source, health.state, health.reasons, health.kinds):
+        looked = source_health(source)
+        if note_source_health(source, looked.legacy, looked.reasons, looked.kinds):
             raised += 1
     return raised

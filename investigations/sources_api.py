@@ -11,9 +11,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ingest.health import STATES
 from ingest.models import IngestRun, Source
 from ingest.pipeline import redact_dsn, source_ingest_now
-from ingest.sources import SourceForm, source_health
+from ingest.sources import Health, SourceForm, source_health
 from ingest.tasks import ingest_source_task
 from investigations import audit
 from investigations.roles import Role, role_permission
@@ -26,23 +27,66 @@ class HealthSerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class SourceSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """A source with its health as the pages show it (`state`, `state_reason`; ingest.health)."""
+
     dsn = serializers.SerializerMethodField()
     health = serializers.SerializerMethodField()
+    state = serializers.SerializerMethodField(
+        help_text="alive, suspect, dead, failed, waiting (no data yet), finished (read once) or off"
+    )
+    state_reason = serializers.SerializerMethodField(help_text="Why it is in its state, in a sentence")
+    last_data_at = serializers.SerializerMethodField(help_text="When it last delivered new bytes or rows")
+    expected_interval_seconds = serializers.SerializerMethodField(
+        help_text="The usual gap between its deliveries, learnt from the recent ones (null: too few yet)"
+    )
+    suspect_after_seconds = serializers.SerializerMethodField(
+        help_text="The silence after which a followed source is suspect (null: not followed)"
+    )
 
     class Meta:
         model = Source
         fields = [
             "id", "name", "kind", "path", "dsn", "password_env", "format", "server", "timezone",
-            "interval_seconds", "quiet_seconds", "enabled", "health", "last_polled_at", "last_data_at",
+            "interval_seconds", "quiet_seconds", "enabled", "health", "state", "state_reason",
+            "last_polled_at", "last_data_at", "expected_interval_seconds", "suspect_after_seconds",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def _health(self, source: Source) -> Health:
+        """Judged once per source and response (five fields come from it)."""
+        cache = self.context.setdefault("health", {})
+        if source.pk not in cache:
+            cache[source.pk] = source_health(source)
+        return cache[source.pk]  # type: ignore[no-any-return]
 
     def get_dsn(self, source: Source) -> str:
         return redact_dsn(source.dsn) if source.dsn else ""  # never a password
 
     @extend_schema_field(HealthSerializer)
     def get_health(self, source: Source) -> dict[str, object]:
-        return source_health(source).as_dict()
+        return self._health(source).as_dict()
+
+    @extend_schema_field(serializers.ChoiceField(choices=list(STATES)))
+    def get_state(self, source: Source) -> str:
+        return self._health(source).state
+
+    @extend_schema_field(serializers.CharField())
+    def get_state_reason(self, source: Source) -> str:
+        return self._health(source).reason
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_last_data_at(self, source: Source) -> str | None:
+        when = self._health(source).last_data_at
+        return serializers.DateTimeField().to_representation(when) if when else None
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_expected_interval_seconds(self, source: Source) -> float | None:
+        return self._health(source).expected_seconds
+
+    @extend_schema_field(serializers.FloatField(allow_null=True))
+    def get_suspect_after_seconds(self, source: Source) -> float | None:
+        looked = self._health(source)
+        return looked.suspect_after if source.enabled and source.kind != Source.Kind.UPLOAD else None
 
 
 class IngestRunSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]

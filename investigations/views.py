@@ -16,7 +16,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from ingest.custody import link_of_event
 from ingest.models import Event, IngestRun, Source
-from ingest.sources import source_health
+from ingest.sources import source_health, source_state_counts
 from investigations import audit
 from investigations.attribution import attribution_proof
 from investigations.charts import bucket_rows, chart_data
@@ -102,7 +102,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "anti": anti.order_by("-occurred_at", "-id")[:DASHBOARD_NEWEST],
         "gaps": recent_gaps(DASHBOARD_NEWEST),
         "sources": sources,
-        "unhealthy": [(s, h) for s, h in sources if h.state == "unhealthy"],
+        "attention": [(s, h) for s, h in sources if h.needs_attention],
+        "source_states": source_state_counts(h for _, h in sources),
         "runs": runs.order_by("started_at"),
         "has_events": Event.objects.exists(),
     }

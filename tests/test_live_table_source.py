@@ -125,7 +125,7 @@ def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_tabl
     assert set(ours.values_list("user", flat=True)) == {WRITER}
     assert polls[0] >= BURSTS - 1
     assert IngestRun.objects.filter(source=source, status=IngestRun.Status.DONE).count() == polls[0] + 1
-    assert source_health(Source.objects.get(pk=source.pk)).state == "ok"
+    assert source_health(Source.objects.get(pk=source.pk)).state == "alive"
 
 
 def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(logging_to_table) -> None:  # type: ignore[no-untyped-def]
@@ -140,6 +140,6 @@ def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(loggi
     run = ingest_source(source.pk)
     assert run is not None and run.status == IngestRun.Status.FAILED
     health = source_health(Source.objects.get(pk=source.pk))
-    assert health.state == "unhealthy"
+    assert health.state == "failed" and health.legacy == "unhealthy"
     assert "cannot connect" in health.reasons[0] and "Access denied" in health.reasons[0]
     assert "not-the-password" not in " ".join(health.reasons)

@@ -12,6 +12,8 @@ from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from ingest.health import human_duration
+
 register = template.Library()
 
 PRETTY_SQL_MAX = 20_000  # longer statements are shown as logged: formatting them would be slow
@@ -116,3 +118,89 @@ def query_with(params: QueryDict, **changes: object) -> str:
 @register.filter
 def thousands(n: int | None) -> str:
     return "" if n is None else f"{n:,}"
+
+
+# -- times with their zone, sizes and rates in human units (the dashboard and Sources pages) -----
+
+
+def _zoned(when: datetime) -> str:
+    local = timezone.localtime(when)
+    return local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or local.strftime("%z"))
+
+
+@register.filter
+def ago(when: datetime | None) -> str:
+    """How long ago (or how long until) a time is: "3 min ago", "in 45 s"."""
+    if when is None:
+        return ""
+    seconds = (timezone.now() - when).total_seconds()
+    if abs(seconds) < 1:
+        return "just now"
+    return f"{human_duration(seconds)} ago" if seconds > 0 else f"in {human_duration(-seconds)}"
+
+
+@register.filter
+def zoned(when: datetime | None, missing: str = "—") -> SafeString:
+    """A time in the page's zone to the second, the zone named: "2026-11-24 17:57:03 UTC"."""
+    if when is None:
+        return format_html('<span class="unknown">{}</span>', missing)
+    return format_html(
+        '<time datetime="{}" title="{} UTC">{}</time>',
+        when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f"),
+        _zoned(when),
+    )
+
+
+@register.filter
+def when(when: datetime | None, missing: str = "—") -> SafeString:
+    """A time with its zone and how long ago it was: "2026-11-24 17:57:03 UTC (3 min ago)"."""
+    if when is None:
+        return zoned(None, missing)
+    return format_html('{} <span class="ago">({})</span>', zoned(when), ago(when))
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """Seconds as a person says them: 45 s, 14 min, 2.0 h."""
+    return "" if seconds is None else human_duration(float(seconds))
+
+
+_IEC = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+@register.filter
+def iec_bytes(size: float | None) -> str:
+    """Bytes in binary units, as a file manager shows them: 512 B, 121.7 KiB, 3.0 GiB."""
+    if size is None:
+        return ""
+    value, unit = float(size), 0
+    while abs(value) >= 1024 and unit < len(_IEC) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:.0f} B" if unit == 0 else f"{value:.1f} {_IEC[unit]}"
+
+
+@register.filter
+def human_count(n: float | None, unit: str = "") -> str:
+    """A count the eye takes in: 9,999, 12.3 k, 1.2 M (with its unit: "1.2 M events")."""
+    if n is None:
+        return ""
+    value = float(n)
+    if abs(value) < 10_000:
+        shown = f"{value:,.0f}"
+    else:
+        for divisor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if abs(value) >= divisor:
+                shown = f"{value / divisor:.1f} {suffix}"
+                break
+    return f"{shown} {unit}" if unit else shown
+
+
+@register.filter
+def per_second(rate: float | None, unit: str = "bytes") -> str:
+    """A rate: bytes as "121.7 KiB/s", anything else counted ("1.2 k rows/s")."""
+    if rate is None:
+        return ""
+    if unit == "bytes":
+        return f"{iec_bytes(rate)}/s"
+    return f"{human_count(rate, unit)}/s"

@@ -180,7 +180,7 @@ def test_a_source_that_vanishes_or_falls_silent_raises_one_alert_until_it_recove
     ] * 3
     assert alerts[0]["reason"] == f"the file vanished: nothing matches {log}"
     assert alerts[1]["reason"] == "healthy again"
-    assert alerts[2]["reason"].startswith("no new data for 10 min")
+    assert alerts[2]["reason"].startswith("no data for 10 min")
     assert alerts[0]["event"] is None
     assert all(a["occurred_at"] and a["created_at"] for a in alerts)
 

@@ -87,10 +87,10 @@ def test_it_lists_unhealthy_sources_with_why(investigator_client, tmp_path) -> N
     )  # fmt: skip
     Source.objects.create(name="db7 log", path=str(quiet), server="db7", last_polled_at=timezone.now())
     html = investigator_client.get("/").content.decode()
-    assert "Sources needing attention" in html and "db9 log" in html
-    assert "the file vanished" in html
-    assert "db8 log" in html and "no new data for 2.0 h (expected within 10 min)" in html
-    assert "db7 log" not in html  # healthy: not listed
+    assert "3 sources:" in html and "1 waiting" in html and "1 dead" in html and "1 failed" in html
+    assert "db9 log" in html and "the file vanished" in html
+    assert "db8 log" in html and "no data for 2.0 h, expected within 10 min" in html
+    assert "db7 log" not in html  # no data yet, but not for longer than its quiet time: not listed
 
 
 def test_running_ingests_show_progress_and_poll_while_they_run(investigator_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
