@@ -71,10 +71,24 @@ def read_sample(path: Path) -> tuple[list[bytes], list[Record]]:
     return banner, [r for r in records if r.connection_id in connected - other]
 
 
-def rounds(records: list[Record]) -> Iterator[Record]:
-    """The records again and again, each round's connection ids above the last round's."""
+def highest_id(path: Path, tail: int = 1 << 20) -> int:
+    """The highest connection id in the last MiB of a log written before (0 when there is none),
+    so that a demo started again goes on numbering where the last one stopped."""
+    try:
+        with path.open("rb") as log:
+            log.seek(max(0, log.seek(0, 2) - tail))
+            lines = log.read().splitlines()
+    except FileNotFoundError:
+        return 0
+    found = (_RECORD.match(line) for line in lines)
+    return max((int(match["id"]) for match in found if match), default=0)
+
+
+def rounds(records: list[Record], after: int = 0) -> Iterator[Record]:
+    """The records again and again, each round's connection ids above the last round's (and the
+    first round's above `after`)."""
     step = max((r.connection_id for r in records), default=0) + 1
-    shift = 0
+    shift = after
     while records:
         for record in records:
             yield Record(record.connection_id + shift, record.rest)
@@ -107,7 +121,7 @@ def feed(
     if not records:
         raise SystemExit(f"{sample}: no records to replay")
     target.parent.mkdir(parents=True, exist_ok=True)
-    source = rounds(records)
+    source = rounds(records, after=highest_id(target))
     last_second: datetime | None = None
     with target.open("ab") as out:
         if out.tell() == 0:

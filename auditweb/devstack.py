@@ -625,9 +625,10 @@ def password_lines(outputs: Sequence[str]) -> list[str]:
     reset = ".venv/bin/python manage.py create_login admin --reset-password"
     if len(made) == len(outputs):
         return [*made, f"Lost one? {reset} (or investigator, viewer) prints a new one."]
+    kept = "The other logins keep" if made else "admin, investigator and viewer keep"
     return [
         *made,
-        "The other logins kept the passwords printed when they were made.",
+        f"{kept} the passwords printed when they were made.",
         f"Forgot one? {reset} (or investigator, viewer) prints a new one.",
     ]
 

@@ -56,3 +56,32 @@ def test_the_demo_runs_while_its_postgresql_socket_is_there(tmp_path) -> None:  
         listener.bind(str(tmp_path / ".s.PGSQL.5432"))
         assert demo_running(url)
     assert demo_running("postgres://postgres@127.0.0.1:5432/auditweb")  # a server: not ours to judge
+
+
+def test_the_demo_writes_what_its_processes_run_with_for_other_terminals(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from auditweb.devstack import Stack, demo_env
+
+    stack = Stack(profile="demo", env={"DATABASE_URL": DEMO["DATABASE_URL"], "REDIS_URL": DEMO["REDIS_URL"]})
+    stack.home = tmp_path
+    written = demo_env(stack)
+    path = tmp_path / "env"
+    assert path.stat().st_mode & 0o777 == 0o600  # it holds the key
+    assert read_env(path) == written == {name: stack.env[name] for name in written}
+    assert set(written) == {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "AUDITWEB_LOG_ROOTS"}
+    assert written["AUDITWEB_LOG_ROOTS"] == f"/var/log,{tmp_path / 'followed'}"
+    assert len(written["SECRET_KEY"]) > 40
+    # Started again: the same key (logins survive), the followed folder named once.
+    again = Stack(profile="demo", env={**DEMO, "SECRET_KEY": "", "AUDITWEB_LOG_ROOTS": "/srv/logs"})
+    again.home = tmp_path
+    assert demo_env(again)["SECRET_KEY"] == written["SECRET_KEY"]
+    assert demo_env(again)["AUDITWEB_LOG_ROOTS"] == f"/srv/logs,{tmp_path / 'followed'}"
+
+
+def test_the_banner_gives_new_passwords_or_says_how_to_reset_one() -> None:
+    from auditweb.devstack import password_lines
+
+    made = [f"Created login {n} ({n}) with password pw-{n} (shown only this once).\n" for n in ("a", "b")]
+    assert password_lines(made)[:2] == [line.strip() for line in made]
+    kept = password_lines(["Login admin exists already; its password and role are unchanged.\n"] * 3)
+    assert "keep the passwords" in kept[0] and "create_login admin --reset-password" in kept[1]
+    assert not any("Created" in line for line in kept)

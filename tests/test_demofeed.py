@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from auditweb.demofeed import feed as demo_feed
-from auditweb.demofeed import read_sample, rounds
+from auditweb.demofeed import highest_id, read_sample, rounds
 from tests.conftest import FIXTURES
 
 SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"
@@ -38,6 +38,19 @@ def test_each_round_numbers_its_connections_above_the_last() -> None:
     second = [next(replayed) for _ in records]
     assert max(r.connection_id for r in first) < min(r.connection_id for r in second)
     assert [r.rest for r in first] == [r.rest for r in second]
+
+
+def test_a_feed_started_again_goes_on_numbering_above_what_the_file_holds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    _, records = read_sample(SLAP)
+    target = tmp_path / "general.log"
+    demo_feed(SLAP, target, per_tick=len(records) + 3, tick=0, ticks=1)
+    before = highest_id(target)
+    assert before > max(r.connection_id for r in records)
+    demo_feed(SLAP, target, per_tick=3, tick=0, ticks=1)
+    assert highest_id(target) > before
+    text = target.read_bytes()
+    assert text.count(b"/usr/sbin/mariadbd, Version") == 1  # one banner: the same log going on
+    assert highest_id(tmp_path / "none.log") == 0
 
 
 @pytest.mark.django_db
