@@ -16,12 +16,14 @@ below, and so does a classification no command uses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,7 +177,7 @@ def base_env(port: int) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def demo_checkout(tmp_path_factory):  # type: ignore[no-untyped-def]
+def demo_checkout():  # type: ignore[no-untyped-def]
     """A copy of the checkout with `./dev demo` running in it: (its folder, its port)."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs git and a git checkout, to copy the files a clone has")
@@ -187,7 +189,12 @@ def demo_checkout(tmp_path_factory):  # type: ignore[no-untyped-def]
         capture_output=True,
         check=True,
     ).stdout
-    clone = tmp_path_factory.mktemp("readme") / "auditweb"
+    # Not under pytest's temporary folder: as root the embedded PostgreSQL runs as another user,
+    # who must pass through every folder above it, and pytest makes its own folder private again
+    # (and removes old ones) whenever another session starts.
+    home = Path(tempfile.mkdtemp(prefix="auditweb-readme-"))
+    home.chmod(0o711)
+    clone = home / "auditweb"
     for name in filter(None, listed.decode().split("\0")):
         source = REPO / name
         if source.is_file():  # a file deleted but not yet committed is not in a clone
@@ -214,12 +221,14 @@ def demo_checkout(tmp_path_factory):  # type: ignore[no-untyped-def]
             time.sleep(1)
         yield clone, port
     finally:
-        os.killpg(demo.pid, signal.SIGINT)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(demo.pid, signal.SIGINT)
         try:
             demo.wait(120)
         except subprocess.TimeoutExpired:
             os.killpg(demo.pid, signal.SIGKILL)
             demo.wait()
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.mark.demo
