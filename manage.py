@@ -8,6 +8,10 @@ import sys
 
 
 def main() -> None:
+    from auditweb.demoenv import load_demo_env
+
+    # In a demo checkout, from another terminal: the running demo's settings (.devdata/demo/env).
+    load_demo_env()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
     from django.core.management import execute_from_command_line
 

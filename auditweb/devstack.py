@@ -56,14 +56,21 @@ DEVDATA = Path(os.environ.get("AUDITWEB_DEVDATA") or REPO / ".devdata").resolve(
 PYTHON = sys.executable
 PG_SYSTEM_USER = "embedded_postgres"
 # The bundled sample logs, written by the real MariaDB (see each folder's regenerate.py), and the
-# server label each is ingested under: one label per log kind, as each came from its own run.
+# server label each is ingested under: one label per real server, each telling one story
+# (README "Quick start"). Several files under one label are that server's rotated logs.
 SAMPLE_LOGS = {
-    "tests/fixtures/genlog/*.log": "demo-general-log",
-    "tests/fixtures/server_audit/*.log": "demo-server-audit",
-    # A rotated general log (logrotate and its postrotate flush), general_log OFF/ON, a change of
-    # user, a refused change, restarts: attribution provenance (README "Attribution").
+    # A general log rotated by logrotate, general_log switched OFF and ON again by the culprit, a
+    # change of user, a refused change, restarts: attribution provenance (README "Attribution").
     "tests/fixtures/attribution_scene/*-general.log*": "demo-rotated-general-log",
+    # server_audit of a similar story: every record names its account and its outcome.
+    "tests/fixtures/server_audit/*.log": "demo-server-audit",
 }
+# Followed sources (made by `manage.py demo_setup`), each under .devdata/demo/followed/SERVER/:
+# demo-silent is a copy of a real log made once, so its source delivers once and then stays
+# silent (that log ends with logging switched off); demo-live is fed by auditweb.demofeed with
+# the records of a real mariadb-slap load for as long as the demo runs.
+SILENT_SAMPLE = "tests/fixtures/genlog/mariadb-10.11.19-scenario.log"
+LIVE_SAMPLE = "tests/fixtures/genlog/mariadb-10.11.19-slap.log"
 
 
 def oldest_first(paths: list[str]) -> list[str]:
@@ -544,7 +551,7 @@ class Stack:
         else:
             urls["REDIS_URL"] = self.start_redis()
         self.env.update(urls)
-        # For a second terminal: set -a; . .devdata/demo/env; set +a; .venv/bin/python manage.py shell
+        # For a second terminal (the demo adds its key and more: demo_env).
         (self.home / "env").write_text("".join(f"{key}={shlex.quote(url)}\n" for key, url in urls.items()))
 
 
@@ -589,29 +596,60 @@ def port_free(port: int) -> bool:
 # --- the two commands ------------------------------------------------------------------------------
 
 
+def demo_env(stack: Stack) -> dict[str, str]:
+    """What every demo process and a second terminal need: the servers, the key, DEBUG, and the
+    folder of the followed logs among the log roots. Written to .devdata/demo/env (mode 0600)."""
+    env = stack.env
+    env.setdefault("DEBUG", "true")
+    if not env.get("SECRET_KEY"):
+        # One key per checkout, kept, so that logins survive a restart of the demo.
+        key_file = stack.home / "secret_key"
+        if not key_file.exists():
+            key_file.write_text(secrets.token_urlsafe(50))
+            key_file.chmod(0o600)
+        env["SECRET_KEY"] = key_file.read_text().strip()
+    followed = str(stack.home / "followed")
+    roots = [root for root in (env.get("AUDITWEB_LOG_ROOTS") or "/var/log").split(",") if root]
+    env["AUDITWEB_LOG_ROOTS"] = ",".join([*roots, followed] if followed not in roots else roots)
+    names = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "AUDITWEB_LOG_ROOTS")
+    path = stack.home / "env"
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text("".join(f"{name}={shlex.quote(env[name])}\n" for name in names))
+    return {name: env[name] for name in names}
+
+
+def password_lines(outputs: Sequence[str]) -> list[str]:
+    """The banner's word on the logins: each new one's password, or how to reset one."""
+    made = [line.strip() for out in outputs for line in out.splitlines() if line.startswith("Created login")]
+    reset = ".venv/bin/python manage.py create_login admin --reset-password"
+    if len(made) == len(outputs):
+        return [*made, f"Lost one? {reset} (or investigator, viewer) prints a new one."]
+    kept = "The other logins keep" if made else "admin, investigator and viewer keep"
+    return [
+        *made,
+        f"{kept} the passwords printed when they were made.",
+        f"Forgot one? {reset} (or investigator, viewer) prints a new one.",
+    ]
+
+
 def demo(stack: Stack) -> int:
     port = int(stack.env.get("PORT") or 8000)
     if not port_free(port):
         raise Failed(f"port {port} is in use; choose another: PORT=8001 ./dev demo")
     started = time.monotonic()
     stack.up()
-    stack.env.setdefault("DEBUG", "true")
-    if not stack.env.get("SECRET_KEY"):
-        # One key per checkout, kept, so that logins survive a restart of the demo.
-        key_file = stack.home / "secret_key"
-        if not key_file.exists():
-            key_file.write_text(secrets.token_urlsafe(50))
-            key_file.chmod(0o600)
-        stack.env["SECRET_KEY"] = key_file.read_text().strip()
+    demo_env(stack)
     stack.env["PYTHONUNBUFFERED"] = "1"
     manage: list[str | Path] = [PYTHON, "manage.py"]
 
     say("migrating the database")
     stack.run([*manage, "migrate", "--no-input"])
-    # One login per role, so each role's view of AuditWeb can be tried.
+    # One login per role, so each role's view of AuditWeb can be tried; passwords go in the banner.
+    logins = []
     for username, role in DEMO_LOGINS:
         _, login = stack.run([*manage, "create_login", username, *role], capture=True)
-        print(login, end="", flush=True)
+        logins.append(login)
     for pattern, server in SAMPLE_LOGS.items():
         samples = oldest_first(glob.glob(pattern))
         if samples:
@@ -619,6 +657,20 @@ def demo(stack: Stack) -> int:
             stack.run([*manage, "ingest", *samples, "--server", server])
         else:
             say(f"no sample logs match {pattern}")
+    followed = stack.home / "followed"
+    silent = followed / "demo-silent" / "general.log"
+    if not silent.exists():  # copied once: the source delivers it, then nothing more
+        silent.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SILENT_SAMPLE, silent)
+    live = followed / "demo-live" / "general.log"
+    stack.spawn(
+        "feeder",
+        [PYTHON, "-m", "auditweb.demofeed", LIVE_SAMPLE, live],
+        marker=f"auditweb.demofeed {LIVE_SAMPLE} {live}",
+        log=stack.logs / "feeder.log",
+    )
+    say("adding the followed sources and the demo case (its report is written by the worker)")
+    stack.run([*manage, "demo_setup", "--followed", followed])
 
     schedule = stack.home / "celerybeat-schedule"
     stack.spawn(
@@ -646,12 +698,11 @@ def demo(stack: Stack) -> int:
             raise Failed(f"the web server did not answer on {url}accounts/login/ within 60 s")
         time.sleep(0.3)
 
-    env_file = shown(stack.home / "env")
     lines = [
         f"AuditWeb is running at {url}  (up in {time.monotonic() - started:.0f} s)",
-        "Log in as admin, investigator or viewer with the password printed when it was created.",
-        f"Forgot it? set -a; . {env_file}; set +a; .venv/bin/python manage.py changepassword admin",
-        f"Worker log: {shown(stack.logs / 'worker.log')}. Ctrl-C stops everything.",
+        *password_lines(logins),
+        f"In another terminal, .venv/bin/python manage.py finds this demo ({shown(stack.home / 'env')}).",
+        f"Logs: {shown(stack.logs)}. Ctrl-C stops everything.",
     ]
     print("\n" + "\n".join(f"    {line}" for line in lines) + "\n", flush=True)
     while True:

@@ -93,6 +93,28 @@ def test_create_login_gives_the_role_asked_for_and_staff_only_to_admins(django_u
         assert user.check_password(password)
 
 
+def test_create_login_reset_password_gives_a_new_password_and_keeps_the_role(django_user_model) -> None:  # type: ignore[no-untyped-def]
+    from io import StringIO
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from investigations.audit import AuditRecord
+
+    call_command("create_login", "admin", "--superuser", stdout=StringIO())
+    out = StringIO()
+    call_command("create_login", "admin", "--reset-password", stdout=out)
+    assert out.getvalue().startswith("New password of admin: ")
+    password = out.getvalue().split(": ")[1].split(" ")[0]
+    user = django_user_model.objects.get(username="admin")
+    assert user.check_password(password) and user.is_superuser and user_role(user) is Role.ADMIN
+    record = AuditRecord.objects.get(action="user_change")
+    assert record.details["user"] == "admin" and "password reset" in record.details["what"]
+    with pytest.raises(CommandError, match="no login nobody"):
+        call_command("create_login", "nobody", "--reset-password", stdout=StringIO())
+    assert not django_user_model.objects.filter(username="nobody").exists()
+
+
 def test_create_api_token_makes_a_new_user_a_viewer_unless_told(django_user_model) -> None:  # type: ignore[no-untyped-def]
     from io import StringIO
 
