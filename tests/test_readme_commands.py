@@ -108,6 +108,12 @@ COMMANDS: dict[str, Run | Answers | NotRun] = {
     ),
     JSON_POST + '\'{"format": "pdf"}\'': Run(),
     "cp .env.example .env": Run(),
+    'curl -fsS -o event-1234.log -H "Authorization: Token $TOKEN"': Answers(
+        "404", "event 1234 is the reader's: downloaded, or not found where the demo has fewer events"
+    ),
+    "mkdir -p logs && cp /var/log/mysql/general.log logs/": Answers(
+        "general.log", "a production server's log file, for docker compose"
+    ),
     "docker compose": NotRun("needs Docker"),
     "DEBUG=false\nSECRET_KEY=...": NotRun("a production server's environment, not a command"),
 }
