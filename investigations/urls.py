@@ -5,6 +5,7 @@ from django.urls import path, register_converter
 from investigations import (
     audit_views,
     case_views,
+    digest_views,
     session_views,
     source_views,
     table_views,
@@ -32,6 +33,7 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("events/", views.event_list, name="events"),
     path("events/<int:event_id>/", views.event_detail, name="event-detail"),
+    path("digest/", digest_views.digest_page, name="digest"),
     path("events/<int:event_id>/reveal/", views.event_reveal, name="event-reveal"),
     path("sessions/", session_views.session_list, name="sessions"),
     path("sessions/<int:session_id>/", session_views.session_detail, name="session-detail"),
