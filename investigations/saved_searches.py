@@ -82,14 +82,16 @@ def default_name(params: QueryDict) -> str:
     types = [t for t in params.getlist("statement_type") if t.strip()]
     what = "/".join(_short(t) for t in types[:3]) + (f" +{len(types) - 3}" if len(types) > 3 else "")
     fingerprint = get("fingerprint")
+    destructive = get("destructive").lower()
+    if not what:
+        what = "statements" if fingerprint or destructive in ("true", "1") else "events"
+    if destructive in ("true", "1"):
+        what = f"destructive {what}"
+    elif destructive in ("false", "0"):
+        what = f"non-destructive {what}"
     if fingerprint:
-        what = f"{what} like " if what else "Statements like "
-        what += fingerprint if QUERY_ID.fullmatch(fingerprint) else query_id(fingerprint)
-    if get("destructive").lower() in ("true", "1"):
-        what = f"Destructive {what}" if what else "Destructive statements"
-    elif get("destructive").lower() in ("false", "0"):
-        what = f"Non-destructive {what}" if what else "Non-destructive events"
-    parts = [what or "Events"]
+        what += " like " + (fingerprint if QUERY_ID.fullmatch(fingerprint) else query_id(fingerprint))
+    parts = [what[0].upper() + what[1:]]
     for name, label in (("table", "on"), ("database", "in"), ("user", "by"), ("host", "from"),
                         ("server", "on server"), ("flag", "flagged"), ("connection_id", "connection"),
                         ("session", "session")):  # fmt: skip

@@ -60,6 +60,9 @@ def test_one_click_saves_with_a_name_made_from_the_filters(investigator_client, 
          "Events flagged anti_forensic, since 2026-01-05 09:00"),
         ("q=" + "x" * 100, "Events with “" + "x" * 59 + "…”"),
         ("fingerprint=0x5F5E926FE4F69004&host=10.0.0.7", "Statements like 0x5F5E926FE4F69004 from 10.0.0.7"),
+        ("destructive=true&fingerprint=0x5F5E926FE4F69004&user=bob",
+         "Destructive statements like 0x5F5E926FE4F69004 by bob"),
+        ("destructive=false&user=bob", "Non-destructive events by bob"),
     ],
 )  # fmt: skip
 def test_default_names_say_what_the_filters_ask(query: str, name: str) -> None:
