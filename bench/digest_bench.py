@@ -59,7 +59,7 @@ FILTERS = {
     "destructive=true": {"destructive": "true"},
     "table=orders": {"table": "orders"},
     "user=app3": {"user": "app3"},
-    "one day (since/until)": {"since": "2026-03-01T10:00:00Z", "until": "2026-03-01T12:00:00Z"},
+    "two hours (since/until)": {"since": "2026-03-01T10:00:00Z", "until": "2026-03-01T12:00:00Z"},
 }
 
 
