@@ -66,12 +66,13 @@ def saved_search_create(request: HttpRequest) -> HttpResponse:
     saved, created = saved_search_save(user=request.user, params=params)
     if created:
         audit.record(request, audit.Action.SEARCH_SAVE, search=saved.pk, query=saved.query)
+    view = VIEWS.get(request.POST.get("view", ""), "events")
     if request.htmx:
-        context = tools_context(request, params, just_saved=saved, created=created)
+        context = tools_context(request, params, just_saved=saved, created=created, view=view)
         return render(request, "investigations/_explorer_tools.html", context)
     said = "Saved as" if created else "Already saved as"
     messages.success(request, f"{said} “{saved.name}”.")
-    return HttpResponseRedirect(reverse("events") + "?" + saved.query)
+    return HttpResponseRedirect(reverse(view) + "?" + saved.query)
 
 
 @require_GET

@@ -14,7 +14,13 @@ register = template.Library()
 
 @register.inclusion_tag("investigations/_explorer_bar.html", takes_context=True)
 def explorer_bar(context: template.Context) -> dict[str, Any]:
-    request = context["request"]
-    bar = tools_context(request, context["params"])
+    """The explorer's Events/Digest tabs and its saved-search bar."""
+    return saved_search_tools(context)
+
+
+@register.inclusion_tag("investigations/_explorer_tools.html", takes_context=True)
+def saved_search_tools(context: template.Context, view: str = "events") -> dict[str, Any]:
+    """The saved-search bar alone (the digest page has its own tabs): saved searches open in `view`."""
+    bar = tools_context(context["request"], context["params"], view=view)
     bar.update(csrf_token=context.get("csrf_token"), may_administer=context.get("may_administer"))
     return bar

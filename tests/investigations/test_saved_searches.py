@@ -155,3 +155,15 @@ def test_its_owner_renames_and_shares_it(client, investigator, other, ingest_byt
 def test_search_query_keeps_the_filters_only() -> None:
     query = search_query(QueryDict("user=bob&cursor=x&range=24h&sort=count&q=&statement_type=DELETE&tz=UTC"))
     assert QueryDict(query) == QueryDict("user=bob&statement_type=DELETE&tz=UTC")
+
+
+def test_the_digest_saves_and_lists_searches_that_open_as_digests(investigator_client, investigator) -> None:  # type: ignore[no-untyped-def]
+    page = investigator_client.get("/digest/?user=bob&sort=destructive").content.decode()
+    assert 'name="query" value="user=bob"' in page and 'name="view" value="digest"' in page
+    response = investigator_client.post(
+        reverse("saved-search-create"), {"query": "user=bob", "view": "digest"}
+    )
+    saved = SavedFilter.objects.get(created_by=investigator)
+    assert response["Location"] == "/digest/?user=bob"
+    page = investigator_client.get("/digest/?user=bob").content.decode()
+    assert f'href="/searches/{saved.pk}/?view=digest">Events by bob</a>' in page
