@@ -4,13 +4,12 @@ fingerprint with the hand-written truth of the scene."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
+import shutil
 from collections import Counter, defaultdict
 
 import pytest
-from django.core.management import call_command
 
 from ingest.models import Event
 from investigations.digest import SAMPLE_CHARS, digest
@@ -26,18 +25,19 @@ LOGS = {"crime-general": (TRUTH["files"]["general_log"], "general-log"),
 DELETE_BY_ID = "delete from orders where id = ?"
 
 
-@pytest.fixture(scope="module")
-def crime_scene(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
-    """The general log and server_audit of the scene, ingested once for this module."""
-    with django_db_blocker.unblock():
-        call_command("flush", interactive=False, verbosity=0)
-        for server, (files, fmt) in LOGS.items():
-            out = io.StringIO()
-            call_command("ingest", *[str(CRIME / f) for f in files], "--format", fmt, "--server", server,
-                         "--timezone", "UTC", stdout=out)  # fmt: skip
-            assert ", 0 problems," in out.getvalue(), out.getvalue()
-        yield
-        call_command("flush", interactive=False, verbosity=0)
+@pytest.fixture
+def crime_scene(tmp_path):  # type: ignore[no-untyped-def]
+    """The general log and server_audit of the scene, ingested by the pipeline in each test's
+    transaction (rolled back after it: nothing committed is left for other tests)."""
+    from ingest.pipeline import ingest_file, source_for_path
+
+    for server, (files, fmt) in LOGS.items():
+        for name in files:
+            path = tmp_path / server / name
+            path.parent.mkdir(exist_ok=True)
+            shutil.copyfile(CRIME / name, path)
+            run = ingest_file(path, source=source_for_path(path, server=server, fmt=fmt, tz="UTC"), fmt=fmt)
+            assert run.events_stored > 100 and run.problems == 0, (name, run.events_stored, run.problems)
 
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("crime_scene")]
