@@ -61,7 +61,8 @@ _EVENT_EXAMPLES = {"table": "shop.orders", "statement_type": "DELETE", "since": 
                    "until": "2026-01-06T00:00:00Z", "user": "alice", "host": "10.0.0.7", "server": "db1",
                    "database": "shop", "destructive": True, "flag": "no_where", "connection_id": 31,
                    "session": "db1/before-2026-01-05T09:00:00/31", "q": "orders",
-                   "sort": "-server"}  # fmt: skip
+                   "sort": "-server",
+                   "fingerprint": "0x1C6B3F0A8E7D5C42"}  # fmt: skip
 
 
 def param_parameters(filterset: type[django_filters.FilterSet], examples: dict) -> list[OpenApiParameter]:

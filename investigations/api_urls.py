@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, re_path
 
-from investigations import api, browse_api, case_api, sources_api
+from investigations import api, browse_api, case_api, digest_api, sources_api
 
 urlpatterns = [
     path("events/", api.event_list, name="api-events"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("events/<int:event_id>/reveal/", browse_api.event_reveal, name="api-event-reveal"),
     path("events/<int:event_id>/raw/", browse_api.event_raw, name="api-event-raw"),
     path("alerts/", api.alert_list, name="api-alerts"),
+    path("digest/", digest_api.digest_list, name="api-digest"),
     path("sessions/", browse_api.session_list, name="api-sessions"),
     path("sessions/<int:session_id>/", browse_api.session_detail, name="api-session"),
     path("tables/", browse_api.table_list, name="api-tables"),

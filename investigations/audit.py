@@ -28,6 +28,7 @@ class Action(models.TextChoices):
     LOGOUT = "logout", "Logged out"
     PASSWORD_CHANGE = "password_change", "Changed their password"
     SEARCH = "search", "Searched events"
+    SEARCH_SAVE = "search_save", "Saved, changed or deleted a search"
     EVENT_VIEW = "event_view", "Viewed an event"
     RAW_REVEAL = "raw_reveal", "Revealed an event's raw bytes"
     RAW_DOWNLOAD = "raw_download", "Downloaded an event's raw bytes"

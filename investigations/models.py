@@ -178,14 +178,19 @@ class CaseNote(models.Model):
 
 
 class SavedFilter(models.Model):
-    """An explorer search kept with a case: its query string (`user=bob&table=shop.orders`),
-    which reopens the explorer with the same filters."""
+    """A saved explorer search: its query string (`user=bob&table=shop.orders`), which reopens
+    the explorer with the same filters at its own address (`/searches/<id>/`). It belongs to
+    its creator, or to a case (saved from the case's page); `shared` lists it in everyone's
+    explorer (the address opens for anyone with the role either way)."""
 
-    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="saved_filters")
+    case = models.ForeignKey(
+        Case, on_delete=models.CASCADE, related_name="saved_filters", null=True, blank=True
+    )
     name = models.CharField(max_length=200)
     query = models.TextField(help_text="The explorer's query string, without the leading ?")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    shared = models.BooleanField(default=False, help_text="Listed in everyone's explorer")
 
     class Meta:
         ordering = ["created_at"]

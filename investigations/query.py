@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from django import forms
 from django.db import OperationalError, connection, transaction
 from django.db.models import Count, DateTimeField, Exists, F, Func, Max, Min, OuterRef, Q, QuerySet, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce, NullIf
+from django.db.models.functions import MD5, Coalesce, NullIf, Right, Upper
 from psycopg.errors import QueryCanceled
 
 from ingest.models import Event, Gap, Session
@@ -164,6 +165,10 @@ class EventFilter(django_filters.FilterSet):
         choices=SORT_CHOICES,
         help_text="Order of the pages: a column, `-` first for descending (default `-time`, newest first)",
     )
+    fingerprint = django_filters.CharFilter(
+        method="filter_fingerprint",
+        help_text="A statement fingerprint, exactly, or its query id `0x` + 16 hex digits (the digest's)",
+    )
 
     class Meta:
         model = Event
@@ -227,6 +232,23 @@ class EventFilter(django_filters.FilterSet):
 
     def filter_sort(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         return queryset  # an order, not a filter: `sorted_page` applies it to a page
+
+    def filter_fingerprint(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
+        if QUERY_ID.fullmatch(value.strip()):
+            # A query id keeps links short where a fingerprint may run to kilobytes.
+            wanted = value.strip()[2:].upper()
+            return queryset.annotate(query_id=Upper(Right(MD5("fingerprint"), 16))).filter(query_id=wanted)
+        return queryset.filter(fingerprint=value)
+
+
+# A fingerprint's short name, as pt-query-digest makes it: the last 16 hex digits of its MD5.
+QUERY_ID = re.compile(r"0x[0-9A-Fa-f]{16}")
+
+
+def query_id(fingerprint: str) -> str:
+    """`0x` and the last 16 hex digits (upper case) of the fingerprint's MD5, as pt-query-digest
+    names a query class; the `fingerprint` filter takes it for the fingerprint."""
+    return "0x" + hashlib.md5(fingerprint.encode(), usedforsecurity=False).hexdigest()[-16:].upper()
 
 
 RENAME_TYPES = ("RENAME TABLE", "ALTER TABLE")

@@ -5,8 +5,10 @@ from django.urls import path, register_converter
 from investigations import (
     audit_views,
     case_views,
+    digest_views,
     export_views,
     pin_views,
+    saved_search_views,
     session_views,
     source_views,
     table_views,
@@ -39,6 +41,15 @@ urlpatterns = [
         "events/export.ecs.ndjson", export_views.event_export, {"fmt": "ecs.ndjson"}, name="events-export-ecs"
     ),
     path("events/<int:event_id>/", views.event_detail, name="event-detail"),
+    path("digest/", digest_views.digest_page, name="digest"),
+    path("searches/save/", saved_search_views.saved_search_create, name="saved-search-create"),
+    path("searches/<int:saved_id>/", saved_search_views.saved_search_open, name="saved-search"),
+    path("searches/<int:saved_id>/edit/", saved_search_views.saved_search_edit, name="saved-search-edit"),
+    path(
+        "searches/<int:saved_id>/delete/",
+        saved_search_views.saved_search_delete,
+        name="saved-search-delete",
+    ),
     path("events/<int:event_id>/reveal/", views.event_reveal, name="event-reveal"),
     path("events/<int:event_id>/raw/", views.event_raw, name="event-raw"),
     path("sessions/", session_views.session_list, name="sessions"),

@@ -52,7 +52,7 @@ PAGE_SIZE = 50
 COUNT_LIMIT = 10_000  # beyond this the explorer says "more than 10,000"
 PAGE_MS, COUNT_MS, CHART_MS = 15_000, 2_000, 5_000  # PostgreSQL stops a query after this long
 CHART_DEFAULT_SPAN = timedelta(days=1)  # charted before the newest event when the filter has no From
-KEPT_FILTERS = ("session",)  # set by links, no field in the form: kept as hidden inputs
+KEPT_FILTERS = ("session", "fingerprint")  # set by links, no field in the form: kept as hidden inputs
 QUICK_RANGES = {"1h": ("Last hour", timedelta(hours=1)), "24h": ("Last 24 hours", timedelta(days=1)),
                 "7d": ("Last 7 days", timedelta(days=7))}  # fmt: skip
 SESSION_CONTEXT = 10  # statements shown before and after an event on its page

@@ -114,6 +114,16 @@ def take(url: str, username: str, password: str) -> list[Path]:
         shot("table-history")
         page.goto(f"{url}/sources/")
         shot("sources")
+        # The digest of the destructive statements; one fingerprint's events, saved in one click.
+        page.goto(f"{url}/digest/?destructive=true&sort=destructive")
+        page.locator("#digest-table details summary").first.click()
+        shot("digest")
+        page.locator("#digest-table td.sql a").first.click()
+        page.wait_for_url(lambda u: "fingerprint=" in u)
+        page.get_by_role("button", name="Save search").click()
+        page.wait_for_selector(".saved-searches [role=status]")
+        page.locator("details.saved-list summary").click()
+        shot("saved-searches")
         # Attribution provenance: bob's DELETE after logrotate's flush, known from his login in the
         # rotated file; and a connection split into two sessions by a change of user.
         page.goto(f"{url}/events/?server=demo-rotated-general-log&q=WHERE+id+%3D+7")

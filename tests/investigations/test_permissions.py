@@ -25,7 +25,7 @@ from rest_framework.views import APIView
 
 from ingest.models import Event, IngestRun
 from investigations.cases import case_create, evidence_pin, saved_filter_add
-from investigations.models import Case, api_token_create
+from investigations.models import Case, SavedFilter, api_token_create
 from investigations.roles import SIEM_REFUSED, SIEM_VIEWS, Role, set_role
 from tests.investigations.logs import genlog
 
@@ -56,6 +56,10 @@ OBJECTS: dict[str, Callable[[World, Any], object]] = {
     # A fresh saved search each time: removing one is done once.
     "filter_id": lambda w, user: saved_filter_add(case=w.case, user=w.owner, name="ann", query="user=ann").pk,
     "report_id": lambda w, user: w.case.reports.get().pk,
+    # One's own saved search (outside cases), a fresh one each time: deleting is done once.
+    "saved_id": lambda w, user: (
+        SavedFilter.objects.create(name="mine", query="user=ann", created_by=user or w.owner).pk
+    ),
 }
 
 PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
@@ -274,7 +278,8 @@ def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
     assert by_name["api-source"] == {"GET": Role.VIEWER, "PATCH": Role.ADMIN}
     for name in ("dashboard", "events", "event-detail", "sessions", "session-detail", "tables", "sources",
                  "api-events", "api-events-export", "api-alerts", "schema", "tokens",
-                 "token-revoke"):  # fmt: skip
+                 "token-revoke", "digest", "api-digest", "saved-search", "saved-search-create",
+                 "saved-search-edit", "saved-search-delete"):  # fmt: skip
         assert set(by_name[name].values()) == {Role.VIEWER}, name
     assert {"audit", "audit-export", "users", "user-change"} <= admin_only
     assert {"api-events", "api-events-export", "api-alerts"} == SIEM_VIEWS

@@ -42,6 +42,8 @@ def pages(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
         "tables": "/tables/",
         "table": "/tables/shop.orders/",
         "hostile table": reverse("table-detail", args=[table]),
+        "digest": "/digest/",
+        "digest, destructive": "/digest/?destructive=true&sort=destructive",
     }
     out = {}
     for name, url in urls.items():
@@ -63,6 +65,7 @@ def test_every_page_shows_the_log_as_text_and_none_of_it_as_markup(investigator_
     assert "hx-get=&quot;/api/v1/events/&quot;" in shown["session"]
     svg = "&lt;svg onload=alert(3)&gt;"
     assert svg in shown["tables"] and svg in shown["hostile table"]
+    assert "&lt;img src=x onerror=alert(1)&gt;" in shown["digest"]  # an account of a fingerprint
 
 
 def test_the_chart_data_is_json_that_cannot_close_its_script_element(
