@@ -215,6 +215,9 @@ def event_raw(request: Request, event_id: int) -> HttpResponseBase:
     reason = None
     if request.method == "POST":
         reason = request.data.get("reason") if hasattr(request.data, "get") else None
+        problem = reason_error(reason)  # a POST is a reveal: its reason is required, as documented
+        if problem is not None:
+            raise ValidationError({"reason": problem})
     refusal = raw_refusal(request, event, reason)
     if refusal is not None:
         raise PermissionDenied(refusal)

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from django.db.models import CharField, Count, F, Func, Max, Min, Q, QuerySet, Sum, Window
 from django.db.models.functions import RowNumber
+from django.http import QueryDict
 
 from ingest.models import Event
 from investigations.query import query_id
@@ -174,3 +175,10 @@ def _tops(statements: QuerySet[Event]) -> dict[tuple[str, str], Top]:
             top = found.setdefault(key, Top([], r["distinct"]))
             top.values.append((r[kind], r["n"]))
     return found
+
+
+def without_sort(params: QueryDict) -> QueryDict:
+    """The filters of a digest's query: its `sort` names a digest order, not the explorer's."""
+    kept = params.copy()
+    kept.pop("sort", None)
+    return kept

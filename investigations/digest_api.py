@@ -11,7 +11,7 @@ from rest_framework.response import Response
 
 from investigations import audit
 from investigations.api import filter_parameters
-from investigations.digest import DEFAULT_SORT, SORTS, Digest, Top, digest
+from investigations.digest import DEFAULT_SORT, SORTS, Digest, Top, digest, without_sort
 from investigations.digest_views import DIGEST_MS
 from investigations.openapi import ErrorSerializer
 from investigations.query import TooSlow, filter_events, time_limit
@@ -135,7 +135,7 @@ def digest_data(found: Digest) -> dict:
 @permission_classes([role_permission(Role.VIEWER)])
 def digest_list(request: Request) -> Response:
     params = request.query_params
-    flt = filter_events(params)
+    flt = filter_events(without_sort(params))  # `sort` here orders the digest, not the events
     if not flt.is_valid():
         raise ValidationError(flt.errors)
     sort = params.get("sort") or DEFAULT_SORT

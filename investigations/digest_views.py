@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from investigations import audit
-from investigations.digest import DEFAULT_SORT, SORTS, digest
+from investigations.digest import DEFAULT_SORT, SORTS, digest, without_sort
 from investigations.query import FLAGS, TooSlow, filter_events, time_limit
 from investigations.roles import Role, role_required
 from investigations.views import QUICK_RANGES, _quick_range, htmx_template
@@ -30,7 +30,7 @@ def digest_page(request: HttpRequest) -> HttpResponse:
         return HttpResponseRedirect(f"{request.path}?{resolved.urlencode()}")
     params = resolved or request.GET
     sort = params.get("sort") if params.get("sort") in SORTS else DEFAULT_SORT
-    flt = filter_events(params)
+    flt = filter_events(without_sort(params))  # `sort` here orders the digest, not the events
     context: dict[str, object] = {}
     if flt.is_valid():
         try:
