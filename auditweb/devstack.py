@@ -83,6 +83,24 @@ def oldest_first(paths: list[str]) -> list[str]:
     return sorted(paths, key=age)
 
 
+def sample_logs() -> list[tuple[str, str, list[str]]]:
+    """The demo's sample logs as it ingests them: (pattern, server label, files oldest first) for
+    each of SAMPLE_LOGS; tests and the screenshots load the same files."""
+    return [
+        (pattern, server, oldest_first([str(REPO / p) for p in glob.glob(pattern, root_dir=REPO)]))
+        for pattern, server in SAMPLE_LOGS.items()
+    ]
+
+
+def seed_silent(followed: Path) -> Path:
+    """demo-silent's followed log, copied once: its source delivers it, then nothing more."""
+    silent = followed / "demo-silent" / "general.log"
+    if not silent.exists():
+        silent.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / SILENT_SAMPLE, silent)
+    return silent
+
+
 # The demo's logins: the superuser admin, and one login for each lesser role.
 DEMO_LOGINS = (
     ("admin", ["--superuser"]),
@@ -650,18 +668,14 @@ def demo(stack: Stack) -> int:
     for username, role in DEMO_LOGINS:
         _, login = stack.run([*manage, "create_login", username, *role], capture=True)
         logins.append(login)
-    for pattern, server in SAMPLE_LOGS.items():
-        samples = oldest_first(glob.glob(pattern))
+    for pattern, server, samples in sample_logs():
         if samples:
             say(f"ingesting {len(samples)} sample log(s) ({pattern}) as server {server!r}")
             stack.run([*manage, "ingest", *samples, "--server", server])
         else:
             say(f"no sample logs match {pattern}")
     followed = stack.home / "followed"
-    silent = followed / "demo-silent" / "general.log"
-    if not silent.exists():  # copied once: the source delivers it, then nothing more
-        silent.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(SILENT_SAMPLE, silent)
+    seed_silent(followed)
     live = followed / "demo-live" / "general.log"
     stack.spawn(
         "feeder",
