@@ -8,8 +8,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ingest.models import Event, Session
+from ingest.models import Event, Session, SourceFile
 from investigations import audit
+from investigations.precision import time_digits
 from investigations.query import (
     TRANSACTION_ENDS,
     TRANSACTION_STARTS,
@@ -76,6 +77,23 @@ def _mark_transactions(events: list[Event], open_before: bool) -> None:
             e.tx = "inside" if inside else ""  # type: ignore[attr-defined]
 
 
+def _session_digits(session: Session) -> int | None:
+    """Digits after the second the session's log writes times with (its first record decides, as
+    on the event page): a MariaDB general log's login is shown to the second, not as .000000."""
+    first = (
+        Event.objects.filter(session_id=session.pk)
+        .select_related("source_file__source")
+        .only("raw", "source_file__source__format", "source_file__source__kind")
+        .order_by("occurred_at", "id")
+        .first()
+    )
+    try:
+        source = first.source_file.source if first else None
+    except SourceFile.DoesNotExist:  # no constraint holds the file: nothing is claimed then
+        source = None
+    return time_digits(bytes(first.raw), source.format, source.kind) if first and source else None
+
+
 @require_GET
 @role_required(Role.VIEWER)
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
@@ -105,5 +123,6 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         "first_page": not request.GET.get("cursor"),
         "total": total,
         "destructive": destructive,
+        "time_digits": _session_digits(session),
     }
     return render(request, "investigations/session_detail.html", context)

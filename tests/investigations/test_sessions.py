@@ -120,3 +120,21 @@ def test_the_sessions_list_says_what_to_do_when_empty(investigator_client) -> No
 
 def test_an_unknown_session_is_not_found(investigator_client) -> None:  # type: ignore[no-untyped-def]
     assert investigator_client.get("/sessions/12345/").status_code == 404
+
+
+def test_a_mariadb_sessions_login_and_end_are_shown_to_the_second_its_log_wrote(
+    investigator_client, ingest_bytes
+) -> None:  # type: ignore[no-untyped-def]
+    log = (
+        b"/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-log (MariaDB Server). started with:\n"
+        b"Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"
+        b"Time\t\t    Id Command\tArgument\n"
+        b"260105  9:00:00\t     8 Connect\tdora@10.1.1.1 on bank using TCP/IP\n"
+        b"\t\t     8 Query\tDELETE FROM accounts WHERE id = 2\n"
+        b"260105  9:00:07\t     8 Quit\t\n"
+    )
+    ingest_bytes(log, server="maria1")
+    session = Session.objects.get(user="dora")
+    html = investigator_client.get(f"/sessions/{session.pk}/?tz=UTC").content.decode()
+    assert ">2026-01-05 09:00:00 UTC</time>" in html and ">2026-01-05 09:00:07 UTC</time>" in html
+    assert "09:00:00.000000 UTC</time>" not in html  # the log has seconds: no invented microseconds
