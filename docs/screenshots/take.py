@@ -8,7 +8,8 @@
 
 Drives Debian's Chromium (/usr/bin/chromium, `apt-get install chromium`) with Playwright, never a
 downloaded browser. The browser's zone is Europe/Berlin, so the pages show local times with UTC on
-hover. The story is the bundled scenario: bob deletes from shop.orders.
+hover. The story is the demo's (README "Quick start"): against `./dev demo` every page has its
+data, the followed sources their health; bob's DELETE without a WHERE on demo-silent is pinned.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def take(url: str, username: str, password: str) -> list[Path]:
         page.fill("#f-user", "bob")
         page.locator("#f-user").press("Enter")
         page.wait_for_url(lambda u: "user=bob" in u)
-        page.locator("#event-table tr", has_text="DELETE FROM orders").first.locator("td.time a").click()
+        deletes = page.locator("#event-table tr", has_text="DELETE FROM orders")
+        deletes.filter(has_text="no_where").first.locator("td.time a").click()
         page.wait_for_url("**/events/*/")
         shot("event-detail")
         page.get_by_role("link", name="The whole session").click()
@@ -114,6 +116,10 @@ def take(url: str, username: str, password: str) -> list[Path]:
         shot("table-history")
         page.goto(f"{url}/sources/")
         shot("sources")
+        # The demo's silent source: delivered once, then nothing; its log was switched off.
+        page.get_by_role("link", name="demo-silent general log (followed)").first.click()
+        page.wait_for_url("**/sources/*/")
+        shot("source-detail")
         # The digest of the destructive statements; one fingerprint's events, saved in one click.
         page.goto(f"{url}/digest/?destructive=true&sort=destructive")
         page.locator("#digest-table details summary").first.click()
@@ -137,7 +143,7 @@ def take(url: str, username: str, password: str) -> list[Path]:
         shot("session-change-of-user")
         # A case: bob's DELETE pinned from the explorer into a new case, and its PDF report made.
         page.goto(f"{url}/events/?user=bob&destructive=true&table=shop.orders")
-        row = page.locator("#event-table tr", has_text="DELETE FROM orders").first
+        row = page.locator("#event-table tr", has_text="DELETE FROM orders").filter(has_text="no_where").first
         row.locator("details.pin-pop summary").click()
         form = row.locator("form.pin-form")
         form.wait_for()
@@ -163,6 +169,7 @@ def take(url: str, username: str, password: str) -> list[Path]:
         page.get_by_role("button", name="Add the note").click()
         page.get_by_role("button", name="PDF report").click()
         page.wait_for_url("**/cases/*/#reports")
+        page.locator("#report-list").get_by_role("link", name="Download").wait_for()  # written
         page.evaluate("window.scrollTo(0, 0)")
         shot("case")
         # API tokens: a read-only SIEM token just made (its key shown this once), beside the list.
