@@ -205,19 +205,25 @@ def _reasons(events) -> list[tuple[str, str, int]]:  # type: ignore[no-untyped-d
 
 
 def gap_kinds(case: Case) -> list[GapKind]:
-    """The gaps over the case's window, one entry per reason (of every server)."""
+    """The gaps over the case's window on the servers of its evidence, one entry per reason and
+    server: one server's open gap must not read as another's."""
     start, end = content.case_window(case)
     found = Gap.objects.all()
+    servers = list(_pinned(case).values_list("server", flat=True).distinct())
+    if servers:
+        found = found.filter(server__in=servers)
     if end is not None:
         found = found.filter(Q(started_at__lte=end) | Q(started_at__isnull=True))
     if start is not None:
         found = found.filter(Q(ended_at__gte=start) | Q(ended_at__isnull=True))
     labels = dict(Gap.Reason.choices)
-    kinds: dict[str, GapKind] = {}
+    kinds: dict[tuple[str, str], GapKind] = {}
     for reason, server, started, ended in found.values_list(
         "reason", "server", "started_at", "ended_at"
     ).order_by("reason", "server")[: content.LISTED_MAX * 10]:
-        kind = kinds.setdefault(reason, GapKind(labels.get(reason, reason), 0, [], None, None, False))
+        kind = kinds.setdefault(
+            (reason, server), GapKind(labels.get(reason, reason), 0, [], None, None, False)
+        )
         kind.count += 1
         if server not in kind.servers:
             kind.servers.append(server)

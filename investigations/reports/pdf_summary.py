@@ -260,7 +260,10 @@ def _gaps(f: facts.Facts) -> list[Flowable]:
     flow: list[Flowable] = []
     for g in f.gaps:
         span = f"from {_day_and_time(g.first)}" if g.first else "from an unknown time"
-        span += " and still open" if g.still_open else f" to {_day_and_time(g.last)}"
+        if g.still_open:
+            span += ", one still open" if g.count > 1 else " and still open"
+        else:
+            span += f" to {_day_and_time(g.last)}"
         text = (
             f"<b>{esc(g.reason)}</b>: {_plural(g.count, 'gap')} on {esc(', '.join(g.servers))}, {esc(span)}."
         )

@@ -128,6 +128,19 @@ def test_each_gap_reason_is_printed_once(report_written, crime_case, investigato
         assert flat(gap.detail) in rest
 
 
+def test_another_servers_open_gap_is_not_told_as_the_evidences(report_written, crime_case, investigator):
+    """A gap still open on a server none of the pins come from is not in the summary, and each
+    server's gaps of one reason are told apart."""
+    first = Event.objects.filter(server="db-prod-1").order_by("occurred_at").first()
+    Gap.objects.create(server="elsewhere-9", reason=Gap.Reason.LOGGING_OFF, started_at=first.occurred_at,
+                       detail="logging switched off on another server", source_file=first.source_file,
+                       line=1, byte_offset=0)  # fmt: skip
+    page1 = flat(pdf_text(report_written(crime_case, "pdf", investigator).path, 1, 1))
+    assert "elsewhere-9" not in page1
+    off = Gap.objects.filter(reason=Gap.Reason.LOGGING_OFF, server="db-prod-1").count()
+    assert f"logging switched off: {off} gaps on db-prod-1, from " in page1
+
+
 def test_the_chain_heads_are_those_the_custody_module_computes(report_written, crime_case, investigator):
     report = report_written(crime_case, "pdf", investigator)
     heads = chain_heads(crime_case)
