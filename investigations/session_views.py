@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
@@ -22,7 +24,7 @@ from investigations.query import (
     transaction_open_before,
 )
 from investigations.roles import Role, role_required
-from investigations.views import htmx_template
+from investigations.views import event_time_digits, htmx_template
 
 SESSIONS_PAGE = 50
 STATEMENTS_PAGE = 200
@@ -76,6 +78,16 @@ def _mark_transactions(events: list[Event], open_before: bool) -> None:
             e.tx = "inside" if inside else ""  # type: ignore[attr-defined]
 
 
+def _logged_digits(session: Session, when: datetime | None) -> int | None:
+    """The precision the session's log wrote `when` with: that of the session's record at that
+    time (its Connect, its Quit). None when no stored record has it (then all six digits show)."""
+    if when is None:
+        return None
+    records = Event.objects.filter(session_id=session.pk, occurred_at=when)
+    record = records.select_related("source_file__source").order_by("id").first()
+    return event_time_digits(record) if record else None
+
+
 @require_GET
 @role_required(Role.VIEWER)
 def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
@@ -100,6 +112,8 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         next_query = params.urlencode()
     context = {
         "session": session,
+        "started_digits": _logged_digits(session, session.started_at),
+        "ended_digits": _logged_digits(session, session.ended_at),
         "page": page,
         "next_query": next_query,
         "first_page": not request.GET.get("cursor"),
