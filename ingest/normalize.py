@@ -1242,10 +1242,18 @@ class GapFinder:
             if item.counter is not None:
                 yield from self.counters.see(item)
         yield from self.counters.decide(everything=True)  # the read ended: no late record comes
-        if self.off is not None:  # nothing recorded after it in this file
-            when, line, offset, sql = self.off
+        gap = self.open_gap()
+        if gap is not None:  # nothing recorded after it in this file
             self.off = None
-            yield Gap("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
+            yield gap
+
+    def open_gap(self) -> Gap | None:
+        """The logging-off gap nothing has closed yet, as it stands now (the state keeps it, so a
+        record read later closes it: a followed file reports it at the end of each read)."""
+        if self.off is None:
+            return None
+        when, line, offset, sql = self.off
+        return Gap("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
 
     def _see(self, event: Event) -> list[Gap]:
         found: list[Gap] = []

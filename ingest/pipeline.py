@@ -235,6 +235,16 @@ def _store_problems(
 
 
 def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> None:
+    """Store the gaps a batch found. A logging-off gap is stored open by a read that ended before
+    anything followed it (a followed file, a table pull); the read that finds the next record
+    sends it again with its end, which closes the open row, whichever was stored first."""
+    closing = [g for g in gaps if g.reason == GapRow.Reason.LOGGING_OFF and g.ended_at is not None]
+    new: list[Gap] = []
+    for g in gaps:
+        # Opened while another file of the source was read (its statement was that file's end).
+        if g in closing and _close_gap(source, g, exclude=source_file):
+            continue
+        new.append(g)
     GapRow.objects.bulk_create(
         [
             GapRow(
@@ -247,10 +257,31 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> Non
                 line=g.line,
                 byte_offset=g.offset,
             )
-            for g in gaps
+            for g in new
         ],
         ignore_conflicts=True,  # the same gap, found by an earlier run over the same bytes
     )
+    for g in closing:  # (after the insert: an open row another worker committed meanwhile)
+        _close_gap(source, g, only=source_file)
+
+
+def _close_gap(
+    source: Source, gap: Gap, *, only: SourceFile | None = None, exclude: SourceFile | None = None
+) -> bool:
+    """Give an open logging-off row of the source (the same statement) its end; whether one was."""
+    rows = GapRow.objects.filter(
+        source_file__source=source,
+        reason=gap.reason,
+        line=gap.line,
+        byte_offset=gap.offset,
+        started_at=gap.started_at,
+        ended_at=None,
+    )
+    if only is not None:
+        rows = rows.filter(source_file=only)
+    if exclude is not None:
+        rows = rows.exclude(source_file=exclude)
+    return rows.update(ended_at=gap.ended_at) > 0
 
 
 def store_batch(
@@ -800,6 +831,14 @@ def tail_messages(
         )
         return _Cut(resume, state, ends)
 
+    def report_open_gap() -> None:
+        """Where the bytes end for now, a logging-off gap nothing closed yet is stored open (a file
+        read to its end does the same); the finder keeps it, so what a later read finds closes it.
+        Every stage has finished with what came before: this is a cut."""
+        gap = gaps.open_gap()
+        if gap is not None:
+            found.append(gap)
+
     def valve() -> Iterator[Item | Settle]:
         """The parser's items, with the cuts made between them (see above). A cut is made only
         where the tracker holds nothing back: not while it holds a start banner's records until
@@ -822,6 +861,7 @@ def tail_messages(
                     if flushed_from is not None:
                         keys = [*flushed_keys]
                         end["settled"] = {"line": flushed_line, "offset": flushed_from, "keys": keys}
+                    report_open_gap()
                     final = cut(end)
                 return
             made = not points or points[0][0] is not item  # by uncut: a cut said
@@ -839,6 +879,7 @@ def tail_messages(
                     end = _resume_before(before, item)
                     if tracker.holding:
                         yield SETTLE
+                    report_open_gap()
                     final = cut(end)
                     return
                 # The quiet tail: complete, since the file ends with a whole line.

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from ingest.models import Event, Session, SourceFile
+from ingest.models import Event, Session
 from investigations import audit
-from investigations.precision import time_digits
 from investigations.query import (
     TRANSACTION_ENDS,
     TRANSACTION_STARTS,
@@ -23,7 +24,7 @@ from investigations.query import (
     transaction_open_before,
 )
 from investigations.roles import Role, role_required
-from investigations.views import htmx_template
+from investigations.views import event_time_digits, htmx_template
 
 SESSIONS_PAGE = 50
 STATEMENTS_PAGE = 200
@@ -77,21 +78,14 @@ def _mark_transactions(events: list[Event], open_before: bool) -> None:
             e.tx = "inside" if inside else ""  # type: ignore[attr-defined]
 
 
-def _session_digits(session: Session) -> int | None:
-    """Digits after the second the session's log writes times with (its first record decides, as
-    on the event page): a MariaDB general log's login is shown to the second, not as .000000."""
-    first = (
-        Event.objects.filter(session_id=session.pk)
-        .select_related("source_file__source")
-        .only("raw", "source_file__source__format", "source_file__source__kind")
-        .order_by("occurred_at", "id")
-        .first()
-    )
-    try:
-        source = first.source_file.source if first else None
-    except SourceFile.DoesNotExist:  # no constraint holds the file: nothing is claimed then
-        source = None
-    return time_digits(bytes(first.raw), source.format, source.kind) if first and source else None
+def _logged_digits(session: Session, when: datetime | None) -> int | None:
+    """The precision the session's log wrote `when` with: that of the session's record at that
+    time (its Connect, its Quit). None when no stored record has it (then all six digits show)."""
+    if when is None:
+        return None
+    records = Event.objects.filter(session_id=session.pk, occurred_at=when)
+    record = records.select_related("source_file__source").order_by("id").first()
+    return event_time_digits(record) if record else None
 
 
 @require_GET
@@ -118,11 +112,12 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
         next_query = params.urlencode()
     context = {
         "session": session,
+        "started_digits": _logged_digits(session, session.started_at),
+        "ended_digits": _logged_digits(session, session.ended_at),
         "page": page,
         "next_query": next_query,
         "first_page": not request.GET.get("cursor"),
         "total": total,
         "destructive": destructive,
-        "time_digits": _session_digits(session),
     }
     return render(request, "investigations/session_detail.html", context)

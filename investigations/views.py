@@ -21,7 +21,7 @@ from investigations import audit
 from investigations.attribution import attribution_proof
 from investigations.charts import bucket_rows, chart_data
 from investigations.middleware import TZ_COOKIE, zone_named
-from investigations.precision import time_digits
+from investigations.precision import HEAD, time_digits
 from investigations.query import (
     FLAGS,
     BadCursor,
@@ -358,6 +358,12 @@ def _event_context(event: Event) -> dict[str, object]:
     context["shown_sql"] = shown_part(event.sql)
     context["sql_cut"] = len(event.sql) > settings.SHOWN_MAX_BYTES
     context["shown_max"] = settings.SHOWN_MAX_BYTES
-    source = event.source_file.source
-    context["time_digits"] = time_digits(bytes(event.raw), source.format, source.kind)
+    context["time_digits"] = event_time_digits(event)
     return context
+
+
+def event_time_digits(event: Event) -> int | None:
+    """Digits after the second the event's log wrote its time with (investigations.precision):
+    every page that shows one event's own time shows it to that precision, not the store's."""
+    source = event.source_file.source
+    return time_digits(bytes(event.raw[:HEAD]), source.format, source.kind)
