@@ -11,8 +11,16 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
+from ingest.models import Event
 from investigations.models import TableSeen
-from investigations.query import BadCursor, filter_events, keyset_page, renamed_from, renamed_to
+from investigations.query import (
+    BadCursor,
+    count_upto,
+    filter_events,
+    keyset_page,
+    renamed_from,
+    renamed_to,
+)
 from investigations.roles import Role, role_required
 from investigations.tables import tables_seen, tables_seen_refresh_due
 from investigations.views import htmx_template
@@ -22,6 +30,7 @@ logger = logging.getLogger(__name__)
 TABLES_SHOWN = 300
 HISTORY_PAGE = 50
 CHANGERS_SHOWN = 30
+UNQUALIFIED_COUNTED = 10_000  # statements naming the table without a database: counted up to this
 
 
 def _queue_refresh() -> None:
@@ -75,6 +84,7 @@ def table_detail(request: HttpRequest, name: str) -> HttpResponse:
     )
     context = {
         "name": name,
+        "unqualified": _unqualified(name),
         "seen": TableSeen.objects.filter(name=name).first(),
         "page": page,
         "error": error,
@@ -86,3 +96,15 @@ def table_detail(request: HttpRequest, name: str) -> HttpResponse:
         "earlier_names": renamed_from(name) if "." in name else [],
     }
     return render(request, htmx_template(request, "investigations/table_detail.html", "history"), context)
+
+
+def _unqualified(name: str) -> dict[str, object] | None:
+    """Destructive statements that name the table without a database (their connection began before
+    the log, so its database is unknown): they may be this table's, and the page says so rather
+    than count them as its own or leave them out unsaid."""
+    if "." not in name:
+        return None
+    bare = name.split(".", 1)[1]
+    found = Event.objects.filter(tables__contains=[bare], destructive=True)
+    count, more = count_upto(found, UNQUALIFIED_COUNTED)
+    return {"bare": bare, "count": count, "more": more} if count else None

@@ -66,6 +66,26 @@ def test_the_table_page_says_who_changed_or_dropped_it(investigator_client, inge
     assert "carol" not in changers  # she only read it
 
 
+def test_statements_naming_the_table_without_a_database_are_said_not_counted(
+    investigator_client, ingest_bytes
+) -> None:  # type: ignore[no-untyped-def]
+    """A connection that began before the log has no known database: its DELETE FROM orders may be
+    shop.orders', and the page says so instead of leaving it out unsaid."""
+    ingest_bytes(RENAMES)
+    ingest_bytes(genlog((at(120), 77, "Query", "DELETE FROM orders WHERE id = 5"),
+                        (at(121), 77, "Query", "DELETE FROM orders WHERE id = 6"),
+                        (at(122), 77, "Query", "SELECT * FROM orders")), name="before.log")  # fmt: skip
+    html = investigator_client.get("/tables/shop.orders/").content.decode()
+    changers = html.split("Who changed or dropped it", 1)[1].split("Everything that touched it", 1)[0]
+    note = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", changers.split('class="hint unqualified"', 1)[1]))
+    assert "2 destructive statements name a table orders with no database" in note
+    assert 'href="/events/?table=orders&amp;destructive=true"' in changers
+    assert "unknown" not in changers.split('class="hint unqualified"', 1)[0]  # not counted as its own
+    # a table whose name no statement uses bare says nothing of the kind
+    html = investigator_client.get("/tables/shop.orders_2025/").content.decode()
+    assert "unqualified" not in html
+
+
 def test_the_later_name_knows_what_it_was_called_before(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
     ingest_bytes(RENAMES)
     html = investigator_client.get("/tables/shop.orders_2025/").content.decode()
