@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
-from django.db.models.functions import Length
+from django.db.models import BinaryField
+from django.db.models.functions import Length, Substr
 from django.http import HttpRequest, StreamingHttpResponse
 
 from ingest.models import Event
@@ -114,14 +114,9 @@ def raw_download(request: HttpRequest, event: Event, reason: Any = None) -> Stre
 
 
 def _pieces(event_id: int, length: int) -> Iterator[bytes]:
-    table = Event._meta.db_table
     for start in range(0, length, DOWNLOAD_PIECE):
-        with connection.cursor() as cur:
-            cur.execute(
-                f"SELECT substring(raw FROM %s FOR %s) FROM {table} WHERE id = %s",  # noqa: S608
-                [start + 1, DOWNLOAD_PIECE, event_id],
-            )
-            row = cur.fetchone()
+        piece = Substr("raw", start + 1, DOWNLOAD_PIECE, output_field=BinaryField())
+        row = Event.objects.filter(pk=event_id).annotate(piece=piece).values_list("piece", flat=True).first()
         if row is None:  # gone since (a source deleted): the answer ends short of its length
             return
-        yield bytes(row[0])
+        yield bytes(row)
