@@ -196,6 +196,22 @@ def test_an_interrupted_pull_resumes_from_its_json_watermark(live: Live) -> None
     conn.close()
 
 
+def _wait_for_quit(root: Any, thread: int, seconds: float = 10.0) -> None:
+    """Until the connection's Quit row is in mysql.general_log (switching the log off before the
+    server has written it would lose it); fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with root.cursor() as c:
+            c.execute(
+                "SELECT COUNT(*) FROM mysql.general_log WHERE thread_id = %s AND command_type = 'Quit'",
+                (thread,),
+            )
+            if c.fetchone()[0]:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"no Quit of connection {thread} logged within {seconds} s")
+
+
 def test_rows_logged_after_a_pull_come_in_the_next_one(live: Live) -> None:
     reader = _reader()
     first = Puller(reader, live.watermark())
@@ -209,9 +225,11 @@ def test_rows_logged_after_a_pull_come_in_the_next_one(live: Live) -> None:
             c.execute("SET GLOBAL log_output = 'TABLE'")
             c.execute("SET GLOBAL general_log = ON")
         alice = scenario.as_user("tl_alice", scenario.DB)
+        thread = alice.thread_id()
         with alice.cursor() as c:
             c.execute("DELETE FROM orders WHERE id = 4")
         alice.close()
+        _wait_for_quit(root, thread)  # the server logs the Quit after the client has gone
     finally:
         scenario.restore(root, found)
         root.close()
