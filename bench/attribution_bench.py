@@ -37,7 +37,7 @@ from zoneinfo import ZoneInfo
 from ingest.events import Event
 from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.pipeline import PARSERS, FileHints, open_log
-from ingest.store import RowFormatter
+from ingest.rows import RowFormatter
 opened = open_log(__import__("pathlib").Path(sys.argv[1]))
 tracker = SessionTracker("bench", ZoneInfo("UTC"))
 formatter = RowFormatter(source_file_id=1, ingest_run_id=1)

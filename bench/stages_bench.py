@@ -35,7 +35,7 @@ import formats_bench  # noqa: E402
 from ingest.events import Event  # noqa: E402
 from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
 from ingest.pipeline import PARSERS, FileHints, open_log  # noqa: E402
-from ingest.store import RowFormatter  # noqa: E402
+from ingest.rows import RowFormatter  # noqa: E402
 
 STAGES = ("parse", "+ sessions", "+ classify", "+ format")
 
