@@ -34,7 +34,7 @@ os.environ.setdefault("DEBUG", "true")
 import django
 django.setup()
 from zoneinfo import ZoneInfo
-from ingest.events import Event
+from ingest.events import EventRecord
 from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.pipeline import PARSERS, FileHints, open_log
 from ingest.rows import RowFormatter
@@ -45,7 +45,7 @@ start = time.process_time()
 batch, n = [], 0
 for item in GapFinder().process(classify_events(tracker.process(
         PARSERS["general-log"](opened.lines, FileHints(mtime_year=2026))), tracker.routines)):
-    if isinstance(item, Event):
+    if isinstance(item, EventRecord):
         batch.append(item)
         if len(batch) == 5000:
             formatter.format(batch)

@@ -15,7 +15,7 @@ from datetime import date, datetime
 # ingest.alerts and ingest.partitions load Django (the alert kinds are the Alert model's), but the
 # two things taken from them here, event_alert_kind and month_of, are plain functions.
 from ingest.alerts import AlertLine, event_alert_kind
-from ingest.events import Event, SessionInfo, session_id_of
+from ingest.events import EventRecord, SessionInfo, session_id_of
 from ingest.partitions import month_of
 from ingest.textsafe import displayable, unstorable
 
@@ -115,7 +115,7 @@ class RowFormatter:
         self._last_time: datetime | None = None
         self._last_iso: str | None = None
 
-    def format(self, events: Sequence[Event]) -> FormattedBatch:
+    def format(self, events: Sequence[EventRecord]) -> FormattedBatch:
         for cache in (self._who, self._what, self._session_ids):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
@@ -129,7 +129,7 @@ class RowFormatter:
             offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
         )
 
-    def _row(self, e: Event) -> str:
+    def _row(self, e: EventRecord) -> str:
         """One line of PostgreSQL's text COPY format for the event (see _copy_text).
 
         The columns that repeat from one event to the next are formatted once and looked up
@@ -171,7 +171,9 @@ class RowFormatter:
         )
 
     @staticmethod
-    def _format_what(e: Event, tables: tuple[str, ...], flags: set[str]) -> tuple[str, str, str, str | None]:
+    def _format_what(
+        e: EventRecord, tables: tuple[str, ...], flags: set[str]
+    ) -> tuple[str, str, str, str | None]:
         """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
         (statement_type ... flags), fingerprint, status; and the alert such a statement raises."""
         fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
@@ -187,7 +189,7 @@ class RowFormatter:
         return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert
 
     @staticmethod
-    def _format_who(e: Event) -> str:
+    def _format_who(e: EventRecord) -> str:
         return "\t".join(
             (
                 _copy_text(e.server),

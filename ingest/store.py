@@ -19,7 +19,7 @@ from psycopg.sql import SQL, Identifier
 
 from ingest.alerts import KIND_SQL, WORTH_SQL, raise_event_alerts
 from ingest.custody import append_link, chain_events, event_key
-from ingest.events import Event, FlagCorrection, session_id_of
+from ingest.events import EventRecord, FlagCorrection, session_id_of
 from ingest.partitions import ensure_event_partitions
 from ingest.rows import EVENT_COLUMNS, FormattedBatch, RowFormatter
 
@@ -80,14 +80,14 @@ def switched_off_before(condition: dict[str, object]) -> bool:
     one of its log kinds off earlier on the same server, in any source, and did not switch it back
     on since (a switch back on by them is flagged `anti_forensic` too, so it is among the events
     looked at). Session-only switches (sql_log_bin, sql_log_off) count for the same session only."""
-    from ingest.models import Event as EventRow
+    from ingest.models import Event
     from ingest.normalize import _SESSION_SWITCHES
     from ingest.sql import log_switches
 
     user, session = condition.get("user"), str(condition["session"])
     session_id = session_id_of(session)
     who = Q(session_id=session_id) | Q(user=user) if user is not None else Q(session_id=session_id)
-    rows = EventRow.objects.filter(who, server=condition["server"], flags__contains=["anti_forensic"])
+    rows = Event.objects.filter(who, server=condition["server"], flags__contains=["anti_forensic"])
     if condition.get("at"):
         rows = rows.filter(occurred_at__lte=datetime.fromisoformat(str(condition["at"])))
     kinds = set(condition["kinds"])  # type: ignore[call-overload]
@@ -127,7 +127,7 @@ class EventWriter:
             )
         return self._source_id
 
-    def write(self, events: Sequence[Event]) -> int:
+    def write(self, events: Sequence[EventRecord]) -> int:
         """Store the events that are not stored yet; return how many were new."""
         return self.write_formatted(self.formatter.format(events))
 

@@ -22,7 +22,7 @@ from django.db import connection
 from psycopg.sql import SQL, Identifier
 
 from ingest.custody import HASH_CHUNK, ROW_DIGEST_BYTES, ZERO_HASH, Sha256State, link_hash, row_digest
-from ingest.events import Event as EventRecord
+from ingest.events import EventRecord
 from ingest.models import CustodyHead, CustodyLink, Source, SourceFile
 from ingest.rows import EVENT_COLUMNS, stored_copy_line
 
