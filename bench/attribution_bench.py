@@ -34,10 +34,10 @@ os.environ.setdefault("DEBUG", "true")
 import django
 django.setup()
 from zoneinfo import ZoneInfo
-from ingest.events import Event
+from ingest.events import EventRecord
 from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.pipeline import PARSERS, FileHints, open_log
-from ingest.store import RowFormatter
+from ingest.rows import RowFormatter
 opened = open_log(__import__("pathlib").Path(sys.argv[1]))
 tracker = SessionTracker("bench", ZoneInfo("UTC"))
 formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
@@ -45,7 +45,7 @@ start = time.process_time()
 batch, n = [], 0
 for item in GapFinder().process(classify_events(tracker.process(
         PARSERS["general-log"](opened.lines, FileHints(mtime_year=2026))), tracker.routines)):
-    if isinstance(item, Event):
+    if isinstance(item, EventRecord):
         batch.append(item)
         if len(batch) == 5000:
             formatter.format(batch)

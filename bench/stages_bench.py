@@ -32,10 +32,10 @@ django.setup()
 
 import formats_bench  # noqa: E402
 
-from ingest.events import Event  # noqa: E402
+from ingest.events import EventRecord  # noqa: E402
 from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
 from ingest.pipeline import PARSERS, FileHints, open_log  # noqa: E402
-from ingest.store import RowFormatter  # noqa: E402
+from ingest.rows import RowFormatter  # noqa: E402
 
 STAGES = ("parse", "+ sessions", "+ classify", "+ format")
 
@@ -60,9 +60,9 @@ def run(fmt: str, path: Path, stage: int) -> tuple[int, float]:
             count += 1
         return count, time.process_time() - start
     formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
-    batch: list[Event] = []
+    batch: list[EventRecord] = []
     for item in stage_items(fmt, path, stage):
-        if isinstance(item, Event):
+        if isinstance(item, EventRecord):
             batch.append(item)
             if len(batch) >= 20_000:
                 formatter.format(batch)

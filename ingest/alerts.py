@@ -35,7 +35,7 @@ KIND_SQL = (
 WORTH_SQL = "(destructive OR flags && ARRAY['anti_forensic', 'privilege_change']::varchar[])"
 
 # The alert of an event as a line of COPY text (kind, server, event_time, event_hash): the
-# store's formatter writes it beside the event's row (ingest.store.RowFormatter).
+# store's formatter writes it beside the event's row (ingest.rows.RowFormatter).
 AlertLine = str
 ALERT_COPY = "COPY ingest_alert (kind, server, event_time, event_hash) FROM STDIN"
 

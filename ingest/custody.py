@@ -33,6 +33,8 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.sql import SQL, Identifier
 
+from ingest.rows import EVENT_COLUMNS, stored_copy_line
+
 LINK_VERSION = "auditweb-custody-1"
 ZERO_HASH = bytes(32)
 ROW_DIGEST_BYTES = 16  # of each event row's SHA-256: 128 bits, kept per event in its link
@@ -273,8 +275,6 @@ def adopt_stored_events(batch: int = 20_000) -> int:
     """Seal the events stored before the chain existed (migration 0012): for each file, its events
     as they are now, in batches, as `adopted` links. Edits, insertions and deletions after this are
     found like any other; what happened to them before cannot be known. Returns how many events."""
-    from ingest.store import EVENT_COLUMNS, stored_copy_line
-
     columns = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))
     sealed = 0
     with connection.cursor() as cur:

@@ -73,7 +73,7 @@ class SessionInfo:
 
 
 @dataclass(slots=True)
-class Gap:
+class GapRecord:
     """A stretch of time the log itself shows was not recorded (see normalize.find_gaps)."""
 
     reason: str  # "logging_off", "restart", "time_backwards", "sequence", ...
@@ -98,7 +98,7 @@ class FlagCorrection:
 
 
 @dataclass(slots=True)
-class Event:
+class EventRecord:
     occurred_at: datetime | None  # aware, UTC; None when the log never said when
     server: str
     session: SessionInfo  # the connection this event belongs to (its key: server/boot/id)

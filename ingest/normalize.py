@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
-from ingest.events import Event, FlagCorrection, Gap, SessionInfo
+from ingest.events import EventRecord, FlagCorrection, GapRecord, SessionInfo
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 from ingest.sql import classify, log_switches, use_database
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
@@ -306,7 +306,7 @@ class SessionTracker:
         self.reopener = None
         self.undecided_max = None
 
-    def process(self, items: Iterable[Item | Settle]) -> Iterator[Event | Problem | FlagCorrection]:
+    def process(self, items: Iterable[Item | Settle]) -> Iterator[EventRecord | Problem | FlagCorrection]:
         """Turn parser items into events, in log order.
 
         1. A start banner with nothing before it begins the log's first boot. A banner after
@@ -407,7 +407,7 @@ class SessionTracker:
                 self._evidence.append(note)
         return None
 
-    def _settle(self, verdict: str | None) -> Iterator[Event | Problem | FlagCorrection]:
+    def _settle(self, verdict: str | None) -> Iterator[EventRecord | Problem | FlagCorrection]:
         """Decide the held banner and yield it and its held records as events."""
         banner, held, evidence = self._banner, self._held, self._evidence
         self._banner, self._held, self._evidence = None, [], []
@@ -466,9 +466,9 @@ class SessionTracker:
                 if (problem := unstorable_problem(item)) is not None:
                     yield problem
 
-    def _start_event(self, banner: ServerStart, when: datetime | None) -> Event:
+    def _start_event(self, banner: ServerStart, when: datetime | None) -> EventRecord:
         session = self._session(None, when)
-        return Event(
+        return EventRecord(
             occurred_at=when,
             server=self.server,
             session=session,
@@ -539,7 +539,7 @@ class SessionTracker:
         self.connections[old.connection_id] = new
         return new
 
-    def _event(self, record: LogRecord, when: datetime | None) -> Event:
+    def _event(self, record: LogRecord, when: datetime | None) -> EventRecord:
         command = record.command
         failed = record.status not in OK_STATUSES
         cid = record.connection_id
@@ -650,7 +650,7 @@ class SessionTracker:
             flags.add("secret_masked")
         if extra and "cut" in extra:
             flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
-        event = Event(
+        event = EventRecord(
             occurred_at=when,
             server=self.server,
             session=session,
@@ -709,7 +709,7 @@ class SessionTracker:
             session.ended_at = when
         return event
 
-    def _query_ids(self, session: SessionInfo, event: Event, qid: int) -> None:
+    def _query_ids(self, session: SessionInfo, event: EventRecord, qid: int) -> None:
         """Audit logs that number statements (server_audit's query id): routine bodies and the
         current database after a change of user.
 
@@ -780,7 +780,7 @@ def _rollback(session: SessionInfo) -> FlagCorrection | None:
     return FlagCorrection("rolled_back", keys) if keys else None
 
 
-def _transactions(event: Event) -> FlagCorrection | None:
+def _transactions(event: EventRecord) -> FlagCorrection | None:
     """Follow the session's transaction through this event; a correction when it rolls back.
 
     Data-changing statements run inside a transaction (BEGIN ... or autocommit off) wait
@@ -819,7 +819,7 @@ def _transactions(event: Event) -> FlagCorrection | None:
 _ROUTINE_TYPES = frozenset({"CREATE PROCEDURE", "DROP PROCEDURE", "CALL"})
 
 
-def _routine(event: Event, routines: dict[str, list[Any]]) -> None:
+def _routine(event: EventRecord, routines: dict[str, list[Any]]) -> None:
     """Learn procedures from CREATE/DROP PROCEDURE; mark a CALL with what its body does and, for
     SQL SECURITY DEFINER (the default), the account it runs as (`definer`; the caller stays the
     actor). A DEFINER clause names that account; without one it is the account that created it."""
@@ -854,7 +854,7 @@ def _routine(event: Event, routines: dict[str, list[Any]]) -> None:
 _PREPARED_TYPES = frozenset({"PREPARE", "EXECUTE", "DEALLOCATE PREPARE"})
 
 
-def _prepared(event: Event) -> None:
+def _prepared(event: EventRecord) -> None:
     """SQL PREPARE / EXECUTE / DEALLOCATE PREPARE: the session remembers what it prepared, and
     an EXECUTE does what its PREPARE says (destructive, tables, flags), flagged `prepared`.
 
@@ -900,22 +900,22 @@ def _table_event_tables(command: str, obj: str, database: str | None) -> list[st
 
 
 def classify_events(
-    items: Iterable[Event | Problem],
+    items: Iterable[EventRecord | Problem],
     routines: dict[str, list[Any]] | None = None,
-) -> Iterator[Event | Problem | FlagCorrection]:
+) -> Iterator[EventRecord | Problem | FlagCorrection]:
     """Fill in statement type, tables, destructive and flags from the SQL; follow transactions
     and say (with a FlagCorrection after the event that decides it) which events were rolled back.
     A problem's excerpt is cut where a secret may begin (secrets.masked_raw)."""
     for item in items:
         if isinstance(item, Problem) and raw_may_hold_secret(item.raw):
             item.raw = masked_raw(item.raw)
-        if isinstance(item, Event) and item.command.startswith(TABLE_EVENT_PREFIX):
+        if isinstance(item, EventRecord) and item.command.startswith(TABLE_EVENT_PREFIX):
             # A table the server opened for the statement before it: evidence of access,
             # counted once as destructive on the statement, not again on each table.
             if item.sql:
                 item.tables = _table_event_tables(item.command, item.sql, item.database)
             item.statement_type = item.command.upper()
-        elif isinstance(item, Event) and item.command in STATEMENT_COMMANDS:
+        elif isinstance(item, EventRecord) and item.command in STATEMENT_COMMANDS:
             c = classify(item.sql, item.database)
             item.statement_type = c.statement_type
             item.tables = c.tables
@@ -933,7 +933,7 @@ def classify_events(
                 if item.command == "Query" and item.statement_type in _PREPARED_TYPES:
                     _prepared(item)
         yield item
-        if isinstance(item, Event):
+        if isinstance(item, EventRecord):
             correction = _transactions(item)
             if correction is not None:
                 yield correction
@@ -951,7 +951,7 @@ _LOGGING_OFF = re.compile(
 )
 
 
-def _may_switch_logging(event: Event) -> bool:
+def _may_switch_logging(event: EventRecord) -> bool:
     """Whether _LOGGING_OFF may find something: only a SET or an UNINSTALL switches a log off, alone
     or among several statements (a cheap test first: that regex, tried at every character, cost
     more than the rest of the gap finder)."""
@@ -1049,7 +1049,7 @@ class CounterWatch:
         self.series = {k: [high, when] for k, high, when in state.get("series", [])}
         self.holes = [list(h) for h in state.get("holes", [])]
 
-    def see(self, event: Event) -> Iterator[Gap]:
+    def see(self, event: EventRecord) -> Iterator[GapRecord]:
         if event.counter is None:
             return
         key, n = event.counter
@@ -1071,7 +1071,7 @@ class CounterWatch:
                         f"the log's counter went back from {high} to {n} ({_series_words(key)}):"
                         " records were moved, or logs of different runs were joined"
                     )
-                    yield Gap(
+                    yield GapRecord(
                         "sequence", _time(high_time), event.occurred_at, event.line, event.offset, detail
                     )
         while len(self.series) > _MAX_SERIES:
@@ -1094,7 +1094,7 @@ class CounterWatch:
                 return True
         return False
 
-    def decide(self, *, everything: bool) -> Iterator[Gap]:
+    def decide(self, *, everything: bool) -> Iterator[GapRecord]:
         """The holes no late record can fill any more, as gaps: one per record that shows them."""
         due = [h for h in self.holes if everything or self.counted - h[9] >= SEQUENCE_WINDOW]
         if not due:
@@ -1113,7 +1113,7 @@ class CounterWatch:
                 " the server (a crash, or a buffer that drops records when full), or unreadable"
                 " (see this file's problems)"
             )
-            yield Gap("sequence", _time(first[5]), _time(first[6]), line, offset, detail)
+            yield GapRecord("sequence", _time(first[5]), _time(first[6]), line, offset, detail)
 
 
 # -- logging switched back on by whoever switched it off -------------------------------------------
@@ -1143,7 +1143,7 @@ class ReenableWatch:
     def load_state(self, state: dict[str, Any]) -> None:
         self.off = {kind: [list(w) for w in who] for kind, who in state.items()}
 
-    def see(self, event: Event) -> FlagCorrection | None:
+    def see(self, event: EventRecord) -> FlagCorrection | None:
         """Remember a switch-off; flag a switch back on (before the event is passed on)."""
         if (
             event.statement_type not in _SWITCH_TYPES
@@ -1176,14 +1176,14 @@ class ReenableWatch:
         return FlagCorrection("anti_forensic", [(event.record_hash(), event.occurred_at)], condition)
 
     @staticmethod
-    def _same(kind: str, who: list[Any], event: Event) -> bool:
+    def _same(kind: str, who: list[Any], event: EventRecord) -> bool:
         if who[1] == event.session.key:
             return True
         return kind not in _SESSION_SWITCHES and who[0] is not None and who[0] == event.user
 
 
 class GapFinder:
-    """Finds where the log shows that recording stopped, as Gap items after the event that shows it.
+    """Finds where the log shows that recording stopped, as GapRecord items after the event that shows it.
 
     - logging switched off (SET GLOBAL general_log = OFF, log_output = 'NONE',
       server_audit_logging = OFF, an audit plugin unloaded): from that statement to the next
@@ -1228,7 +1228,7 @@ class GapFinder:
     def process(self, items: Iterable[Any]) -> Iterator[Any]:
         switches = _SWITCH_TYPES
         for item in items:
-            if not isinstance(item, Event):
+            if not isinstance(item, EventRecord):
                 yield item
                 continue
             # (Each test first where it is cheap: this runs for every event of every log.)
@@ -1247,16 +1247,16 @@ class GapFinder:
             self.off = None
             yield gap
 
-    def open_gap(self) -> Gap | None:
+    def open_gap(self) -> GapRecord | None:
         """The logging-off gap nothing has closed yet, as it stands now (the state keeps it, so a
         record read later closes it: a followed file reports it at the end of each read)."""
         if self.off is None:
             return None
         when, line, offset, sql = self.off
-        return Gap("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
+        return GapRecord("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
 
-    def _see(self, event: Event) -> list[Gap]:
-        found: list[Gap] = []
+    def _see(self, event: EventRecord) -> list[GapRecord]:
+        found: list[GapRecord] = []
         when = event.occurred_at
         new_boot = self.boot is not None and event.session.boot != self.boot
         banner = event.command == "Server start" and event.note
@@ -1264,25 +1264,27 @@ class GapFinder:
             off_time, line, offset, sql = self.off
             self.off = None
             found.append(
-                Gap("logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}")
+                GapRecord(
+                    "logging_off", off_time, when, line, offset, f"logging switched off by {sql[:200]!r}"
+                )
             )
             if banner and not event.note.startswith(REOPEN):
                 # Switched off, then a restart, or a banner nothing decided: the off gap covers the
                 # time, but not that fact, nor the evidence an inferred attribution rests on.
                 verdict, detail = event.note.split("|", 1)
                 reason = "restart" if verdict == RESTART else "log_opened"
-                found.append(Gap(reason, off_time, when, event.line, event.offset, detail[:1000]))
+                found.append(GapRecord(reason, off_time, when, event.line, event.offset, detail[:1000]))
         elif banner:
             # The tracker weighed what follows the banner: reopen, restart, or neither proven.
             verdict, detail = event.note.split("|", 1)
             reason = {REOPEN: "log_reopened", RESTART: "restart"}.get(verdict, "log_opened")
-            found.append(Gap(reason, self.last_time, when, event.line, event.offset, detail[:1000]))
+            found.append(GapRecord(reason, self.last_time, when, event.line, event.offset, detail[:1000]))
         elif new_boot and event.command != "Server start":
             detail = "the server restarted: connection ids started over"
-            found.append(Gap("restart", self.last_time, when, event.line, event.offset, detail))
+            found.append(GapRecord("restart", self.last_time, when, event.line, event.offset, detail))
         elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
-            found.append(Gap("time_backwards", self.last_time, when, event.line, event.offset, detail))
+            found.append(GapRecord("time_backwards", self.last_time, when, event.line, event.offset, detail))
         if (
             event.command in ("Query", "Execute")
             and "failed" not in event.flags

@@ -36,9 +36,8 @@ from django.utils import timezone
 
 from ingest.checkpoints import listing_signature
 from ingest.custody import FileHasher, chain_file_hash
-from ingest.events import Event, FlagCorrection, Gap
-from ingest.models import Gap as GapRow
-from ingest.models import IngestRun, ParseProblem, Source, SourceFile, Split
+from ingest.events import EventRecord, FlagCorrection, GapRecord
+from ingest.models import Gap, IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.mysql_table import Puller
 from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classify_events
 from ingest.parsers.audit_csv import parse_audit_csv
@@ -172,29 +171,31 @@ def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
 
 @dataclass
 class Batch:
-    events: list[Event]
+    events: list[EventRecord]
     problems: list[Problem]
     bytes_read: int  # of the file on disk, once this batch was parsed
     corrections: list[FlagCorrection]  # applied after the batch's events are stored
-    gaps: list[Gap]
+    gaps: list[GapRecord]
 
 
 def _batches(
-    items: Iterator[Event | Problem | FlagCorrection | Gap], size: int, position: Callable[[], int]
+    items: Iterator[EventRecord | Problem | FlagCorrection | GapRecord],
+    size: int,
+    position: Callable[[], int],
 ) -> Iterator[Batch]:
-    events: list[Event] = []
+    events: list[EventRecord] = []
     problems: list[Problem] = []
     corrections: list[FlagCorrection] = []
-    gaps: list[Gap] = []
+    gaps: list[GapRecord] = []
     for item in items:
-        if isinstance(item, Event):
+        if isinstance(item, EventRecord):
             events.append(item)
             if len(events) >= size:
                 yield Batch(events, problems, position(), corrections, gaps)
                 events, problems, corrections, gaps = [], [], [], []
         elif isinstance(item, FlagCorrection):
             corrections.append(item)
-        elif isinstance(item, Gap):
+        elif isinstance(item, GapRecord):
             gaps.append(item)
         else:
             problems.append(item)
@@ -234,20 +235,20 @@ def _store_problems(
     )
 
 
-def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> None:
+def _store_gaps(source: Source, source_file: SourceFile, gaps: list[GapRecord]) -> None:
     """Store the gaps a batch found. A logging-off gap is stored open by a read that ended before
     anything followed it (a followed file, a table pull); the read that finds the next record
     sends it again with its end, which closes the open row, whichever was stored first."""
-    closing = [g for g in gaps if g.reason == GapRow.Reason.LOGGING_OFF and g.ended_at is not None]
-    new: list[Gap] = []
+    closing = [g for g in gaps if g.reason == Gap.Reason.LOGGING_OFF and g.ended_at is not None]
+    new: list[GapRecord] = []
     for g in gaps:
         # Opened while another file of the source was read (its statement was that file's end).
         if g in closing and _close_gap(source, g, exclude=source_file):
             continue
         new.append(g)
-    GapRow.objects.bulk_create(
+    Gap.objects.bulk_create(
         [
-            GapRow(
+            Gap(
                 server=source.server,
                 reason=g.reason,
                 started_at=g.started_at,
@@ -266,10 +267,10 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[Gap]) -> Non
 
 
 def _close_gap(
-    source: Source, gap: Gap, *, only: SourceFile | None = None, exclude: SourceFile | None = None
+    source: Source, gap: GapRecord, *, only: SourceFile | None = None, exclude: SourceFile | None = None
 ) -> bool:
     """Give an open logging-off row of the source (the same statement) its end; whether one was."""
-    rows = GapRow.objects.filter(
+    rows = Gap.objects.filter(
         source_file__source=source,
         reason=gap.reason,
         line=gap.line,
@@ -803,10 +804,10 @@ def tail_messages(
 
     items = uncut(pointed(iter(items)), lines.cuts, None if finish else until)
 
-    events: list[Event] = []
+    events: list[EventRecord] = []
     problems: list[Problem] = []
     corrections: list[FlagCorrection] = []
-    found: list[Gap] = []
+    found: list[GapRecord] = []
     taken = [0, 0, 0, 0]  # produced and already sent, per list
     cuts: list[_Cut] = []
     want_cut = False
@@ -916,7 +917,7 @@ def tail_messages(
         )
 
     for out in gaps.process(classify_events(tracker.process(valve()), tracker.routines)):
-        if isinstance(out, Event):
+        if isinstance(out, EventRecord):
             events.append(out if writer else None)  # type: ignore[arg-type]
             if flushed_from is not None and out.offset >= flushed_from and len(flushed_keys) < 100:
                 when = out.occurred_at
@@ -925,7 +926,7 @@ def tail_messages(
                 want_cut = True
         elif isinstance(out, FlagCorrection):
             corrections.append(out)
-        elif isinstance(out, Gap):
+        elif isinstance(out, GapRecord):
             found.append(out)
         else:
             problems.append(out)

@@ -22,14 +22,14 @@ from django.db import connection
 from psycopg.sql import SQL, Identifier
 
 from ingest.custody import HASH_CHUNK, ROW_DIGEST_BYTES, ZERO_HASH, Sha256State, link_hash, row_digest
-from ingest.events import Event as EventRecord
+from ingest.events import EventRecord
 from ingest.models import CustodyHead, CustodyLink, Source, SourceFile
-from ingest.store import EVENT_COLUMNS, stored_copy_line
+from ingest.rows import EVENT_COLUMNS, stored_copy_line
 
 ALTERED, UNCHECKED, OK = "altered", "unchecked", "ok"
 BATCHES = (CustodyLink.Kind.EVENTS, CustodyLink.Kind.ADOPTED)  # links that hold events
 MAX_IDS_LISTED = 50  # event ids named in one finding
-_COLUMNS = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))  # constants of ingest.store
+_COLUMNS = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))  # constants of ingest.rows
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from ingest.events import Event
+from ingest.events import EventRecord
 from ingest.normalize import SessionTracker, classify_events
 from ingest.parsers.records import LogRecord, Problem, ServerStart
 
@@ -16,8 +16,10 @@ def rec(conn: int, command: str, arg: bytes, when: datetime | None = None, **kw)
     )
 
 
-def run(items, tz=UTC) -> list[Event]:  # type: ignore[no-untyped-def]
-    return [e for e in classify_events(SessionTracker("db1", tz).process(items)) if isinstance(e, Event)]
+def run(items, tz=UTC) -> list[EventRecord]:  # type: ignore[no-untyped-def]
+    return [
+        e for e in classify_events(SessionTracker("db1", tz).process(items)) if isinstance(e, EventRecord)
+    ]
 
 
 T0 = datetime(2026, 1, 5, 9, 0, 0)
@@ -122,7 +124,7 @@ def test_a_later_login_far_below_an_undecided_banner_starts_a_new_boot() -> None
     later = [e for e in tracker.process([
         rec(3, "Connect", b"bob@h on shop", T1, user="bob", host="h", database="shop"),
         rec(90, "Query", b"DELETE FROM orders", T1),
-    ]) if isinstance(e, Event)]  # fmt: skip
+    ]) if isinstance(e, EventRecord)]  # fmt: skip
     # Ids started over: connection 90 is no longer alice's, and nobody knows whose it is.
     assert (later[1].user, later[1].attribution) == (None, "unattributed")
 
@@ -149,7 +151,7 @@ def test_a_prepare_is_not_destructive_but_its_execute_is() -> None:
 def test_problems_pass_through_in_order() -> None:
     problem = Problem(line=1, offset=0, raw=b"garbage", reason="not a record")
     out = list(SessionTracker("db1").process([problem, rec(5, "Query", b"SELECT 1", T0)]))
-    assert out[0] is problem and isinstance(out[1], Event)
+    assert out[0] is problem and isinstance(out[1], EventRecord)
 
 
 def test_tracker_state_survives_a_round_trip() -> None:

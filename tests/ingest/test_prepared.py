@@ -3,7 +3,7 @@ said, so formats that log only the EXECUTE (the audit logs) still show what it d
 
 from __future__ import annotations
 
-from ingest.events import Event
+from ingest.events import EventRecord
 from ingest.normalize import SessionTracker, classify_events
 from ingest.parsers.server_audit import parse_server_audit
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
@@ -17,9 +17,9 @@ def audit_log(*statements: str, conn: int = 7, database: str = "shop") -> bytes:
     return "".join(lines).encode()
 
 
-def events(data: bytes) -> list[Event]:
+def events(data: bytes) -> list[EventRecord]:
     items = classify_events(SessionTracker("s").process(parse_server_audit(data.splitlines(keepends=True))))
-    return [i for i in items if isinstance(i, Event) and i.command == "Query"]
+    return [i for i in items if isinstance(i, EventRecord) and i.command == "Query"]
 
 
 def test_an_execute_does_what_its_prepare_said() -> None:
@@ -84,7 +84,7 @@ def test_the_tracker_state_keeps_prepared_statements() -> None:
     [execute] = [
         e
         for e in classify_events(resumed.process(parse_server_audit([later])))
-        if isinstance(e, Event) and e.command == "Query"
+        if isinstance(e, EventRecord) and e.command == "Query"
     ]
     assert execute.destructive and execute.tables == ("shop.orders",)
 

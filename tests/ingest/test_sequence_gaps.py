@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from ingest.events import Event, Gap
-from ingest.models import Gap as GapRow
+from ingest.events import EventRecord, GapRecord
+from ingest.models import Gap
 from ingest.normalize import SEQUENCE_WINDOW, GapFinder, SessionTracker, classify_events
 from ingest.parsers.detect import detect_format
 from ingest.pipeline import PARSERS, FileHints
@@ -30,13 +30,13 @@ DOCS_XML = CORPUS / "mysql-enterprise-audit" / "mysql-docs-8.0_audit-log_NEW-xml
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 
-def read(data: bytes, finder: GapFinder | None = None) -> tuple[list[Event], list[Gap]]:
+def read(data: bytes, finder: GapFinder | None = None) -> tuple[list[EventRecord], list[GapRecord]]:
     """Every event and gap of a log given as bytes, as the pipeline reads it (no store)."""
     fmt = detect_format(data[:65536])
     tracker, finder = SessionTracker("db1"), finder or GapFinder()
     lines = data.splitlines(keepends=True)
     items = list(finder.process(classify_events(tracker.process(PARSERS[fmt](lines, FileHints(2024))))))
-    return [i for i in items if isinstance(i, Event)], [i for i in items if isinstance(i, Gap)]
+    return [i for i in items if isinstance(i, EventRecord)], [i for i in items if isinstance(i, GapRecord)]
 
 
 def sequence_gaps(data: bytes) -> list[tuple[object, ...]]:
@@ -131,9 +131,9 @@ def test_a_hole_found_before_a_checkpoint_is_decided_after_it() -> None:
     first = GapFinder()
     before: list[tuple[int, str]] = []
     for item in first.process(classify_events(SessionTracker("db1").process(parser(lines, FileHints(2024))))):
-        if isinstance(item, Event) and item.line == 23:
+        if isinstance(item, EventRecord) and item.line == 23:
             break
-        if isinstance(item, Gap) and item.reason == "sequence":
+        if isinstance(item, GapRecord) and item.reason == "sequence":
             before.append((item.line, item.detail))
     state = json.loads(json.dumps(first.to_state()))
     assert before == [] and state["counters"]["holes"]  # still waiting for a late record
@@ -141,7 +141,7 @@ def test_a_hole_found_before_a_checkpoint_is_decided_after_it() -> None:
     second.load_state(state)
     rest = _shifted(parser(lines[22:], FileHints(2024)), lines[:22])
     out = second.process(classify_events(SessionTracker("db1").process(rest)))
-    assert [(g.line, g.detail) for g in out if isinstance(g, Gap) and g.reason == "sequence"] == whole
+    assert [(g.line, g.detail) for g in out if isinstance(g, GapRecord) and g.reason == "sequence"] == whole
 
 
 def _shifted(items, before):  # type: ignore[no-untyped-def]
@@ -165,10 +165,10 @@ def test_the_store_and_the_gaps_api_show_a_sequence_gap(tmp_path: Path, client, 
     log = tmp_path / "audit.log"
     log.write_bytes(without_lines(ENTERPRISE_JSON.read_bytes(), 22))
     call_command("ingest", str(log), "--server", "db1", stdout=io.StringIO())
-    (row,) = GapRow.objects.filter(reason="sequence")
+    (row,) = Gap.objects.filter(reason="sequence")
     assert row.line == 22 and "missing" in row.detail
     call_command("ingest", str(log), "--server", "db1", stdout=io.StringIO())  # again: nothing new
-    assert GapRow.objects.filter(reason="sequence").count() == 1
+    assert Gap.objects.filter(reason="sequence").count() == 1
     client.force_login(investigator)
     page = client.get("/")
     assert b"records missing: the log&#x27;s own counter jumped" in page.content

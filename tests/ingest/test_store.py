@@ -93,7 +93,7 @@ def test_raw_keeps_nul_bytes_while_the_searchable_sql_has_none(ingest_bytes) -> 
 
 
 def test_an_enormous_statement_is_bounded_in_sql_but_whole_in_raw(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
-    from ingest.store import MAX_SQL_CHARS
+    from ingest.rows import MAX_SQL_CHARS
 
     statement = b"DELETE FROM orders WHERE id IN (" + b"1," * MAX_SQL_CHARS + b"1)"
     ingest_bytes(b"2026-01-05T09:00:00.000000Z\t    7 Query\t" + statement + b"\n")

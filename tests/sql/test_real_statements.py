@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.events import Event
+from ingest.events import EventRecord
 from ingest.normalize import STATEMENT_COMMANDS, SessionTracker
 from ingest.parsers.audit_csv import parse_audit_csv
 from ingest.parsers.detect import detect_format
@@ -119,16 +119,16 @@ ROWS = _rows()
 
 
 @cache
-def statements_of(path: Path) -> list[Event]:
+def statements_of(path: Path) -> list[EventRecord]:
     """The statements of a log file as an ingest sees them: parsed, and attributed by session."""
     with path.open("rb") as f:
         data = f.read()
     parse = PARSERS[detect_format(data[:1024])]
     events = SessionTracker("real").process(parse(data.splitlines(keepends=True)))
-    return [e for e in events if isinstance(e, Event) and e.command in STATEMENT_COMMANDS]
+    return [e for e in events if isinstance(e, EventRecord) and e.command in STATEMENT_COMMANDS]
 
 
-def located(row: Row) -> Event:
+def located(row: Row) -> EventRecord:
     found = statements_of(row.path)
     if row.in_corpus:
         matches = [e for e in found if e.line == int(row.statement)]

@@ -1,0 +1,249 @@
+"""The COPY row format: how a normalized event becomes one line of PostgreSQL's text COPY format.
+
+Pure formatting, no database: the writer (ingest.store) copies these lines into the event table, the
+custody chain (ingest.custody) keeps a digest of each, and ingest.verify makes them again from the
+stored columns (stored_copy_line) to check that digest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+# ingest.alerts and ingest.partitions load Django (the alert kinds are the Alert model's), but the
+# two things taken from them here, event_alert_kind and month_of, are plain functions.
+from ingest.alerts import AlertLine, event_alert_kind
+from ingest.events import EventRecord, SessionInfo, session_id_of
+from ingest.partitions import month_of
+from ingest.textsafe import displayable, unstorable
+
+EVENT_COLUMNS = (
+    "occurred_at", "server", "connection_id", "user", "host", "ip", "database", "command",
+    "statement_type", "tables", "destructive", "flags", "sql", "fingerprint", "rows_affected",
+    "status", "raw", "line", "byte_offset", "record_hash", "ingest_run_id", "session_id", "source_file_id",
+    "attribution", "definer",
+)  # fmt: skip
+
+# Bounds of what one event row may hold: a log line can be any length (hostile input).
+MAX_SQL_CHARS = 1_000_000
+MAX_FIELD_CHARS = {"user": 200, "host": 300, "ip": 64, "database": 200, "command": 40, "status": 40}
+
+
+def _bounded(value: str | None, limit: int) -> str | None:
+    if value is None:
+        return None
+    if unstorable(value):  # NUL, a lone surrogate: the raw bytes keep them (ingest.textsafe)
+        value = displayable(value)
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+# PostgreSQL's text COPY format, written by hand: psycopg's per-value dumpers (arrays above
+# all) cost more than the rest of ingestion together. Every value from a log is escaped here.
+NULL = "\\N"
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+_NEEDS_ESCAPE = re.compile(r"[\\\t\n\r]")
+
+
+def _copy_text(value: str | None) -> str:
+    """A text value for COPY: NULL, or backslash, tab, newline and CR escaped (NUL is gone already)."""
+    if value is None:
+        return NULL
+    return value.translate(_COPY_ESCAPES) if _NEEDS_ESCAPE.search(value) else value
+
+
+# Raw bytes that are printable ASCII (most log records) go to COPY as bytea's escape format,
+# their own length; the rest as hex, twice theirs. Less for PostgreSQL to read and decode.
+_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+
+
+def _copy_bytea(raw: bytes) -> str:
+    """A bytea value for COPY: the bytes themselves when printable (a backslash doubled for bytea,
+    and each of those doubled again for COPY), else `\\x` and hex."""
+    if _PRINTABLE.fullmatch(raw):
+        text = raw.decode("ascii")
+        return text.replace("\\", "\\\\\\\\") if "\\" in text else text
+    return "\\\\x" + raw.hex()
+
+
+def _copy_array(items: Iterable[str]) -> str:
+    """A text[] literal for COPY: every element double-quoted, its quotes and backslashes escaped."""
+    quoted = ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items)
+    return _copy_text("{" + quoted + "}")
+
+
+@dataclass
+class FormattedBatch:
+    """A batch of events in PostgreSQL's COPY text format, with what the store needs besides.
+
+    Plain data (picklable): the parsing process makes it, the writing process stores it.
+    """
+
+    rows: list[str]  # one COPY line per event
+    sessions: list[tuple[object, ...]]  # session rows to upsert (see _session_row)
+    months: set[date]  # the months the events fall in: their partitions must exist
+    alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
+    offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
+
+
+def _session_row(s: SessionInfo) -> tuple[object, ...]:
+    return (
+        session_id_of(s.key), s.key, s.server, s.boot, s.connection_id, _bounded(s.user, 200),
+        _bounded(s.host, 300), _bounded(s.ip, 64), _bounded(s.database, 200), _bounded(s.program, 200),
+        _bounded(s.os_user, 200), s.started_at, s.ended_at, s.attributed,
+        session_id_of(s.previous) if s.previous else None,
+        datetime.fromisoformat(s.opened[0]) if s.opened and s.opened[0] else None,
+        s.opened[1] if s.opened else None,
+    )  # fmt: skip
+
+
+_FORMATTED_CACHE_SIZE = 50_000  # entries in each of RowFormatter's caches
+
+
+class RowFormatter:
+    """Turns events into COPY lines. Pure: no database; session ids come from their keys."""
+
+    def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
+        self._run_id = NULL if ingest_run_id is None else str(ingest_run_id)
+        self._source_file_id = str(source_file_id)
+        # Formatted COPY fields, by what they were formatted from (see _row).
+        self._who: dict[tuple[object, ...], str] = {}
+        self._what: dict[tuple[object, ...], tuple[str, str, str, str | None]] = {}
+        self._alerts: list[AlertLine] = []
+        self._session_ids: dict[str, str] = {}
+        self._last_time: datetime | None = None
+        self._last_iso: str | None = None
+
+    def format(self, events: Sequence[EventRecord]) -> FormattedBatch:
+        for cache in (self._who, self._what, self._session_ids):
+            if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
+                cache.clear()
+        sessions = {e.session.key: e.session for e in events}
+        self._alerts = []
+        return FormattedBatch(
+            rows=[self._row(e) for e in events],
+            sessions=[_session_row(s) for s in sessions.values()],
+            months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
+            alerts=self._alerts,
+            offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
+        )
+
+    def _row(self, e: EventRecord) -> str:
+        """One line of PostgreSQL's text COPY format for the event (see _copy_text).
+
+        The columns that repeat from one event to the next are formatted once and looked up
+        after that: who and where (server ... command), what the statement is (type, tables,
+        destructive, flags, fingerprint), the status and the session id.
+        """
+        sql = e.sql if len(e.sql) <= MAX_SQL_CHARS else e.sql[:MAX_SQL_CHARS]
+        flags = e.flags | {"sql_truncated"} if sql is not e.sql else e.flags
+        occurred = e.occurred_at
+        if occurred is None:
+            when = NULL
+        elif occurred is self._last_time:  # the tracker hands consecutive records one object
+            when = self._last_iso  # type: ignore[assignment]
+        else:
+            when = self._last_iso = occurred.isoformat()
+            self._last_time = occurred
+        key = (e.server, e.connection_id, e.user, e.host, e.ip, e.database, e.command)
+        who = self._who.get(key)
+        if who is None:
+            who = self._who[key] = self._format_who(e)
+        tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
+        what_key = (e.statement_type, tables, e.destructive, frozenset(flags), e.fingerprint, e.status)
+        what = self._what.get(what_key)
+        if what is None:
+            what = self._what[what_key] = self._format_what(e, tables, flags)
+        session_id = self._session_ids.get(e.session.key)
+        if session_id is None:
+            session_id = self._session_ids[e.session.key] = str(session_id_of(e.session.key))
+        rows = NULL if e.rows_affected is None else str(e.rows_affected)
+        record_hash = e.record_hash(None if when is NULL else when)
+        definer = NULL if e.definer is None else _copy_text(_bounded(e.definer, 300))
+        hash_hex = record_hash.hex()
+        if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
+            self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
+        return (
+            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
+            f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
+            f"\t{e.attribution or 'unattributed'}\t{definer}\n"
+        )
+
+    @staticmethod
+    def _format_what(
+        e: EventRecord, tables: tuple[str, ...], flags: set[str]
+    ) -> tuple[str, str, str, str | None]:
+        """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
+        (statement_type ... flags), fingerprint, status; and the alert such a statement raises."""
+        fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
+        head = "\t".join(
+            (
+                _copy_text(_bounded(e.statement_type, 60)),
+                _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in tables),  # type: ignore[misc]
+                "t" if e.destructive else "f",
+                _copy_array(sorted(flags)),
+            )
+        )
+        alert = event_alert_kind(e.destructive, flags)
+        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert
+
+    @staticmethod
+    def _format_who(e: EventRecord) -> str:
+        return "\t".join(
+            (
+                _copy_text(e.server),
+                NULL if e.connection_id is None else str(e.connection_id),
+                _copy_text(_bounded(e.user, 200)),
+                _copy_text(_bounded(e.host, 300)),
+                _copy_text(_bounded(e.ip, 64)),
+                _copy_text(_bounded(e.database, 200)),
+                _copy_text(_bounded(e.command, 40)),
+            )
+        )
+
+
+def stored_copy_line(row: dict[str, object], flags: list[str]) -> str:
+    """The COPY line RowFormatter wrote for an event, made again from its stored columns (`flags`
+    as they were written, without those added later): the custody chain's digest of each event
+    is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row."""
+    occurred = row["occurred_at"]
+    when = NULL if occurred is None else occurred.isoformat()  # type: ignore[attr-defined]
+
+    def number(value: object) -> str:
+        return NULL if value is None else str(value)
+
+    return (
+        "\t".join(
+            (
+                when,
+                _copy_text(row["server"]),  # type: ignore[arg-type]
+                number(row["connection_id"]),
+                *(
+                    _copy_text(row[c])
+                    for c in ("user", "host", "ip", "database", "command", "statement_type")
+                ),  # type: ignore[arg-type]
+                _copy_array(row["tables"]),  # type: ignore[arg-type]
+                "t" if row["destructive"] else "f",
+                _copy_array(flags),
+                _copy_text(row["sql"]),  # type: ignore[arg-type]
+                _copy_text(row["fingerprint"]),  # type: ignore[arg-type]
+                number(row["rows_affected"]),
+                _copy_text(row["status"]),  # type: ignore[arg-type]
+                _copy_bytea(bytes(row["raw"])),  # type: ignore[arg-type]
+                number(row["line"]),
+                number(row["byte_offset"]),
+                "\\\\x" + bytes(row["record_hash"]).hex(),  # type: ignore[arg-type]
+                number(row["ingest_run_id"]),
+                number(row["session_id"]),
+                number(row["source_file_id"]),
+                # Events stored before attribution was recorded were written without these two.
+                *(
+                    (_copy_text(row["attribution"]), _copy_text(row["definer"]))  # type: ignore[arg-type]
+                    if row["attribution"]
+                    else ()
+                ),
+            )
+        )
+        + "\n"
+    )
