@@ -32,7 +32,7 @@ Writer = Callable[[Case, Report, IO[bytes], Callable[[int], None]], None]
 def _writers() -> dict[str, Writer]:
     from investigations.reports.csv_report import write_csv
     from investigations.reports.json_report import write_json
-    from investigations.reports.pdf_report import write_pdf
+    from investigations.reports.pdf import write_pdf
 
     return {Report.Format.PDF: write_pdf, Report.Format.CSV: write_csv, Report.Format.JSON: write_json}
 

@@ -30,9 +30,6 @@ from reportlab.platypus import (
     BaseDocTemplate,
     Flowable,
     Frame,
-    KeepTogether,
-    NextPageTemplate,
-    PageBreak,
     PageTemplate,
     Paragraph,
     Spacer,
@@ -703,36 +700,3 @@ def custody_appendix(case: Case, integrity: dict[str, int], heads: ChainHeads) -
         rows += [[_p(esc(f.name)), _p(esc(f.query), "prov")] for f in filters]
         flow.append(_table(rows, [50 * mm, BODY_W - 50 * mm]))
     return flow
-
-
-def story(case: Case, report: Report, progress: Callable[[int], None]) -> Iterator[Flowable]:
-    """The summary page; the timeline, the notes and the gaps; the evidence; the custody appendix."""
-    from investigations.reports import facts
-    from investigations.reports.pdf_summary import frame_height, summary_page
-    from investigations.reports.pdf_timeline import timeline_flowables, timeline_intro
-
-    found = facts.case_facts(case)
-    yield from summary_page(case, report, found, frame_height())
-    yield NextPageTemplate("later")
-    yield PageBreak()
-    line = facts.timeline(case)
-    yield KeepTogether(
-        [Paragraph("1. Timeline", STYLES["h1"]), *timeline_intro(line), *timeline_flowables(line)]
-    )
-    yield from notes_section(case)
-    yield KeepTogether(gaps_section(case))
-    yield NextPageTemplate("evidence-first")
-    yield PageBreak()
-    integrity: dict[str, int] = {}
-    if found.pinned:
-        yield from evidence_tables(case, progress, integrity)
-    else:
-        yield _p("No event is pinned to this case.", "body")
-    yield NextPageTemplate("later")
-    yield PageBreak()
-    yield from custody_appendix(case, integrity, found.heads)
-
-
-def write_pdf(case: Case, report: Report, out: IO[bytes], progress: Callable[[int], None]) -> None:
-    document = ReportDocument(out, case, report)
-    document.build(LazyFlowables(story(case, report, progress)), canvasmaker=CompactCanvas)

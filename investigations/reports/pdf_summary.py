@@ -22,6 +22,7 @@ from investigations.reports.pdf_report import (
     BODY_W,
     DANGER,
     INK,
+    MARGIN,
     MUTED,
     NAVY,
     PAGE_H,
@@ -296,6 +297,4 @@ def _heads_block(case: Case, f: facts.Facts) -> list[Flowable]:
 
 def frame_height() -> float:
     """The body frame's height on the first page (see ReportDocument's margins)."""
-    from investigations.reports.pdf_report import MARGIN
-
     return PAGE_H - 2 * (MARGIN + 6 * mm)
