@@ -151,8 +151,8 @@ def _classify(sql: str, commands: Sequence[str]) -> Verdict:
     tree = _parse(sql) if len(sql) <= MAX_PARSE else None
     if tree is not None:
         tables = [".".join(p for p in (t.db, t.name) if p) for t in tree.find_all(exp.Table) if t.name]
-        if isinstance(tree, exp.Delete | exp.Update | exp.Merge | exp.TruncateTable):
-            destructive = True
+        if tree.find(exp.Delete, exp.Update, exp.Merge, exp.TruncateTable) is not None:
+            destructive = True  # (also inside a CTE: WITH gone AS (DELETE ...) SELECT ...)
         elif isinstance(tree, exp.Drop):
             destructive = str(tree.args.get("kind") or "").upper() in _DATA_OBJECTS
         elif isinstance(tree, exp.Alter):
