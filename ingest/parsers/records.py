@@ -40,6 +40,9 @@ class LogRecord:
     status: str | None = None
     rows_affected: int | None = None
     extra: dict[str, str] = field(default_factory=dict)  # format-specific details kept verbatim
+    # The relations the log itself names for the statement (pgAudit's OBJECT_NAME of each
+    # entry, sub-statements included), as written: `schema.table`. Empty where it names none.
+    objects: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -1,0 +1,208 @@
+"""PostgreSQL statements, as pgAudit and the server log write them: destructive, anti-forensic.
+
+Pure: no Django. sqlglot's `postgres` dialect reads the statements it knows (the verb, the
+relations, ALTER TABLE's actions); what it does not (ALTER SYSTEM, DROP EXTENSION, and
+anything it refuses) is read by anchored, linear patterns over the text with its comments
+and string literals set aside. Never raises.
+
+- destructive: DELETE, UPDATE, TRUNCATE, MERGE, DROP of what holds data (TABLE, SCHEMA,
+  DATABASE, MATERIALIZED VIEW, OWNED...), ALTER ... DROP (a column, a constraint, a partition
+  detached and dropped later is not: DETACH is no DROP).
+- anti_forensic: `ALTER SYSTEM`, `ALTER DATABASE|ROLE ... SET` or `SET` of pgaudit.* or
+  log_statement and the other log_* settings, `RESET` of pgaudit.log or log_statement (pgAudit
+  never logs the `SET pgaudit.log = 'none'` itself: it logs after the statement, with the
+  new setting; the RESET that ends the blind spot is what the log shows), `pg_rotate_logfile()`
+  anywhere, `DROP EXTENSION pgaudit`; and the server's reload line `parameter "pgaudit.log"
+  changed to ...` (a Config record, see `config_change`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.errors import ErrorLevel
+
+__all__ = ["Verdict", "classify", "config_change"]
+
+MAX_PARSE = 64 * 1024  # longer texts are read by the patterns only (sqlglot is not linear)
+
+# Comments, string literals ('', E'', $tag$...$tag$) and quoted names, in one linear pass;
+# strings become '' so that nothing inside them is read as SQL.
+_MASK_RE = re.compile(
+    r"""
+      --[^\n]*+
+    | /\*(?:[^*]|\*(?!/))*+\*/
+    | [Ee]?'(?:[^'\\]|''|\\.)*+'
+    | \$(?P<tag>[A-Za-z_]?\w{0,62})\$
+    """,
+    re.X | re.S,
+)
+_WORD_RE = re.compile(r"[A-Za-z_][\w$]*")
+_DATA_OBJECTS = frozenset(
+    {"TABLE", "SCHEMA", "DATABASE", "MATERIALIZED", "OWNED", "VIEW", "SEQUENCE", "FOREIGN", "TABLESPACE"}
+)
+_LOG_SETTING_RE = re.compile(
+    r"""\b(?:pgaudit\.\w+|log_statement|log_min_messages|log_min_error_statement|log_destination
+    |log_directory|log_filename|logging_collector|log_connections|log_disconnections
+    |log_line_prefix|shared_preload_libraries|log_rotation_age|log_rotation_size
+    |log_truncate_on_rotation)\b""",
+    re.I | re.X,
+)
+_ROTATE_RE = re.compile(r"\bpg_rotate_logfile(?:_old)?\s*\(", re.I)
+_DROP_PGAUDIT_RE = re.compile(r"\ADROP\s+EXTENSION\s+(?:IF\s+EXISTS\s+)?(?:[\w\",\s]*\W)?\"?pgaudit\b", re.I)
+_ALTER_DROP_RE = re.compile(r"\bDROP\s+(?!DEFAULT\b|NOT\s+NULL\b|EXPRESSION\b|IDENTITY\b)", re.I)
+
+
+class _QuietParser(Postgres.Parser):  # type: ignore[misc,name-defined]  # sqlglot's dialect classes are untyped
+    def _warn_unsupported(self) -> None:
+        # A statement sqlglot keeps as an opaque Command is read by our patterns; a warning
+        # for each would flood a worker's log.
+        return
+
+
+_DIALECT = Postgres()
+
+
+def _parse(sql: str) -> exp.Expression | None:
+    """One sqlglot tree, or None when sqlglot cannot read `sql` (or keeps it as a Command)."""
+    try:
+        parser = _QuietParser(dialect=_DIALECT, error_level=ErrorLevel.RAISE)
+        trees = parser.parse(_DIALECT.tokenize(sql), sql)
+    except Exception:  # ParseError, TokenError, RecursionError, a bug: all mean "read by patterns"
+        return None
+    if len(trees) != 1 or trees[0] is None or isinstance(trees[0], exp.Command):
+        return None
+    return trees[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    statement_type: str  # upper-case verb phrase: DELETE, DROP TABLE, ALTER TABLE, SET...
+    destructive: bool
+    flags: frozenset[str]  # "anti_forensic", "unparsed"
+    tables: tuple[str, ...]  # relations as written (schema.table), from the text
+
+
+def _masked(sql: str) -> str:
+    """The text with comments removed and literals emptied (dollar quotes to their end tag)."""
+    out: list[str] = []
+    pos = 0
+    n = len(sql)
+    while pos < n:
+        m = _MASK_RE.search(sql, pos)
+        if m is None:
+            out.append(sql[pos:])
+            break
+        out.append(sql[pos : m.start()])
+        if m["tag"] is not None:
+            close = sql.find(m.group(), m.end())
+            pos = n if close < 0 else close + len(m.group())
+            out.append("''")
+            continue
+        out.append(" " if m.group().startswith(("--", "/*")) else "''")
+        pos = m.end()
+    return "".join(out)
+
+
+def _type(words: list[str]) -> str:
+    if not words:
+        return ""
+    first = words[0]
+    if first in ("CREATE", "DROP", "ALTER") and len(words) > 1:
+        second = words[1]
+        if second in ("MATERIALIZED", "FOREIGN") and len(words) > 2:
+            return f"{first} {second} {words[2]}"
+        if second == "OR" and len(words) > 3:  # CREATE OR REPLACE FUNCTION
+            return f"{first} {words[3]}"
+        if second in ("UNIQUE", "TEMP", "TEMPORARY", "UNLOGGED") and len(words) > 2:
+            return f"{first} {words[2]}"
+        return f"{first} {second}"
+    if first == "TRUNCATE":
+        return "TRUNCATE"
+    if first == "WITH":
+        for word in words[1:]:
+            if word in ("DELETE", "UPDATE", "INSERT", "MERGE"):
+                return word
+        return "SELECT"
+    return first
+
+
+def classify(sql: str, commands: Sequence[str] = ()) -> Verdict:
+    """The verdict on one statement. `commands`: pgAudit's COMMAND of each of its entries
+    (sub-statements too): a sub-statement that deletes makes the whole statement destructive,
+    so a `SELECT f()` whose function deletes is."""
+    try:
+        return _classify(sql, commands)
+    except Exception:  # a bug of ours on a hostile text must not stop an ingest
+        return Verdict("UNKNOWN", False, frozenset({"unparsed"}), ())
+
+
+def _classify(sql: str, commands: Sequence[str]) -> Verdict:
+    bare = _masked(sql).strip()
+    words = [w.upper() for w in _WORD_RE.findall(bare[:512])]
+    statement_type = _type(words)
+    flags: set[str] = set()
+    tables: list[str] = []
+    destructive = False
+    tree = _parse(sql) if len(sql) <= MAX_PARSE else None
+    if tree is not None:
+        tables = [".".join(p for p in (t.db, t.name) if p) for t in tree.find_all(exp.Table) if t.name]
+        if tree.find(exp.Delete, exp.Update, exp.Merge, exp.TruncateTable) is not None:
+            destructive = True  # (also inside a CTE: WITH gone AS (DELETE ...) SELECT ...)
+        elif isinstance(tree, exp.Drop):
+            destructive = str(tree.args.get("kind") or "").upper() in _DATA_OBJECTS
+        elif isinstance(tree, exp.Alter):
+            destructive = any(isinstance(a, exp.Drop) for a in tree.args.get("actions") or ())
+    else:
+        destructive = _loose_destructive(words, bare)
+    for command in commands:
+        verb = command.upper()
+        if verb in ("DELETE", "UPDATE", "MERGE", "TRUNCATE TABLE") or (
+            verb.startswith("DROP ") and verb.split()[1] in _DATA_OBJECTS
+        ):
+            destructive = True
+    if _anti_forensic(words, bare):
+        flags.add("anti_forensic")
+    return Verdict(statement_type, destructive, frozenset(flags), tuple(dict.fromkeys(tables)))
+
+
+def _loose_destructive(words: list[str], bare: str) -> bool:
+    if not words:
+        return False
+    first = words[0]
+    if first in ("DELETE", "UPDATE", "TRUNCATE", "MERGE"):
+        return True
+    if first == "WITH":
+        return any(w in ("DELETE", "UPDATE", "MERGE") for w in words)
+    if first == "DROP":
+        return len(words) > 1 and words[1] in _DATA_OBJECTS
+    if first == "ALTER" and len(words) > 1 and words[1] in ("TABLE", "FOREIGN", "MATERIALIZED"):
+        return _ALTER_DROP_RE.search(bare) is not None
+    return False
+
+
+def _anti_forensic(words: list[str], bare: str) -> bool:
+    if _ROTATE_RE.search(bare):
+        return True
+    if not words:
+        return False
+    first = words[0]
+    if first in ("SET", "RESET") or (first == "ALTER" and len(words) > 1):
+        if first == "ALTER" and words[1] not in ("SYSTEM", "DATABASE", "ROLE", "USER"):
+            return False
+        return _LOG_SETTING_RE.search(bare) is not None
+    return first == "DROP" and _DROP_PGAUDIT_RE.match(bare) is not None
+
+
+_CONFIG_RE = re.compile(r'parameter "(?P<name>[^"\n]{1,200})" changed to "(?P<value>[^\n]{0,4096})"\Z')
+
+
+def config_change(message: str) -> bool:
+    """Whether the server's reload line (`parameter "x" changed to "y"`) weakens the logs:
+    a pgaudit.* or log_* setting changed (to anything: the line says what the server now logs)."""
+    m = _CONFIG_RE.match(message)
+    return m is not None and _LOG_SETTING_RE.fullmatch(m["name"]) is not None

@@ -1,0 +1,484 @@
+"""PostgreSQL server logs with pgAudit: what the three layouts share. Pure: no Django.
+
+The layout modules (pgaudit_csv, pgaudit_json, pgaudit_stderr) cut their bytes into
+`ServerLine`s: one message of the server each, with its exact raw bytes and position. The
+`Assembler` here turns those into records:
+
+- `connection authorized: user=... database=... application_name=...` -> Connect; a FATAL
+  that refuses a login (SQLSTATE class 28, or 3D000 no such database, or its known words)
+  -> Connect with status "denied"; `disconnection: ...` -> Quit;
+- `AUDIT: <type>,<statement id>,<substatement id>,<class>,<command>,<object type>,
+  <object name>,<statement>,<parameter>[,<rows>]` lines of one session and one statement id
+  -> ONE Query record naming every relation (`LogRecord.objects`), its sub-statements kept in
+  `extra`, and the ERROR of the same statement when one follows (status = its SQLSTATE);
+- an ERROR whose statement pgAudit did not log (refused before it ran, failed DML: with
+  `pgaudit.log_rows` pgAudit writes at the end of execution, statements in an aborted
+  transaction) -> Query with that statement, status = SQLSTATE, `extra["audited"] = "no"`;
+- `starting PostgreSQL ...` -> ServerStart; `parameter "x" changed to "y"` (a reload) -> a
+  Config record; other server chatter (checkpoints, connection received...) is no record.
+
+Records come out in the order of their first byte. A statement's lines need not be adjacent
+in the file (other sessions write between them): its record's `raw` is its lines joined, and
+`extra["parts"]` lists each piece's offset and length when there is more than one.
+See docs/architecture.md "PostgreSQL pgAudit" for the rules and their limits.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+
+from ingest.parsers.records import (
+    PROBLEM_EXCERPT_BYTES,
+    Item,
+    LogRecord,
+    Problem,
+    ServerStart,
+    checked_integers,
+)
+
+# A statement's lines wait for the rest of it at most this many server lines, and a record
+# holds at most this many pgAudit entries and raw bytes: a session that never ends its
+# statement (or a hostile log) cannot hold memory or the records after it.
+MAX_WAIT_LINES = 10_000
+MAX_ENTRIES = 1_000
+MAX_RECORD_BYTES = 8 << 20
+MAX_MESSAGE_BYTES = 4 << 20  # one server message (a statement is at most 1 GB in PostgreSQL)
+
+
+@dataclass(slots=True)
+class ServerLine:
+    """One message of the server log, as a layout module read it."""
+
+    line: int
+    offset: int
+    raw: bytes
+    time: str | None = None
+    user: str | None = None
+    database: str | None = None
+    pid: int | None = None
+    host: str | None = None
+    port: str | None = None
+    session: str | None = None
+    session_line: int | None = None
+    vxid: str | None = None
+    tag: str | None = None  # command tag (ps display)
+    severity: str = ""
+    sqlstate: str | None = None
+    message: str = ""
+    detail: str | None = None
+    statement: str | None = None  # the statement an ERROR names (log_min_error_statement)
+    application: str | None = None
+
+
+# -- the AUDIT message ------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Entry:
+    """One `AUDIT:` line's fields."""
+
+    audit_type: str
+    statement_id: int
+    substatement_id: int
+    cls: str
+    command: str
+    object_type: str
+    object_name: str
+    statement: str | None
+    parameter: str | None
+    rows: int | None
+
+
+def parse_entry(message: str) -> Entry | None:
+    """The fields of `AUDIT: ...`, or None when they are not pgAudit's."""
+    body = message[7:]  # after "AUDIT: "
+    try:
+        fields = next(csv.reader([body], strict=True))
+    except (csv.Error, StopIteration):
+        return None
+    if len(fields) < 7 or len(fields) > 10 or fields[0] not in ("SESSION", "OBJECT"):
+        return None
+    if not (fields[1].isascii() and fields[1].isdigit() and fields[2].isascii() and fields[2].isdigit()):
+        return None
+    statement = fields[7] if len(fields) > 7 else None
+    parameter = fields[8] if len(fields) > 8 else None
+    rows = fields[9] if len(fields) > 9 else None
+    return Entry(
+        audit_type=fields[0],
+        statement_id=int(fields[1]),
+        substatement_id=int(fields[2]),
+        cls=fields[3],
+        command=fields[4],
+        object_type=fields[5],
+        object_name=fields[6],
+        statement=statement,
+        parameter=None if parameter in (None, "<none>", "<not logged>") else parameter,
+        rows=int(rows) if rows is not None and rows.isascii() and rows.isdigit() and len(rows) < 20 else None,
+    )
+
+
+def parameters(text: str) -> list[str]:
+    """The values of pgAudit's PARAMETER field (itself CSV)."""
+    try:
+        return next(csv.reader([text]))
+    except (csv.Error, StopIteration):
+        return [text]
+
+
+# -- times ---------------------------------------------------------------------------------------------
+
+_TIME_RE = re.compile(
+    r"""
+    (?P<date>\d{4}-\d{2}-\d{2}) [ T]
+    (?P<clock>\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)
+    (?:[ ]?(?P<zone>[A-Za-z][A-Za-z0-9_/+-]{0,31}|[+-]\d{2}(?::?\d{2})?))?
+    \Z
+    """,
+    re.X,
+)
+_UTC_NAMES = frozenset({"UTC", "GMT", "Z", "UCT", "Etc/UTC"})
+
+
+def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
+    """(time, zone kept aside): aware for UTC or a numeric offset; naive (the source's time zone
+    applies) for an abbreviation such as CET, which is named in the second value; (None, None)
+    when the text is no time."""
+    if not text:
+        return None, None
+    m = _TIME_RE.match(text.strip())
+    if m is None:
+        return None, None
+    try:
+        when = datetime.fromisoformat(f"{m['date']}T{m['clock']}")
+    except ValueError:
+        return None, None
+    zone = m["zone"]
+    if zone is None:
+        return when, None
+    if zone in _UTC_NAMES:
+        return when.replace(tzinfo=UTC), None
+    if zone[0] in "+-" and zone[1:3].isdigit():
+        digits = zone[1:].replace(":", "")
+        minutes = int(digits[:2]) * 60 + (int(digits[2:4]) if len(digits) >= 4 else 0)
+        if minutes >= 24 * 60:
+            return None, None
+        sign = -1 if zone[0] == "-" else 1
+        return when.replace(tzinfo=timezone(timedelta(minutes=sign * minutes))), None
+    return when, zone
+
+
+def session_number(session: str | None) -> int | None:
+    """A connection id for `%c` (backend start in seconds and pid, in hex): start << 24 | pid.
+
+    One number per session that never repeats within a server (pids do), ordered by start
+    time, within a bigint until the year 2^39 s; None when the text is not that form (or the
+    pid does not fit in 24 bits: Linux's pid_max is 2^22).
+    """
+    if not session or "." not in session or len(session) > 24:
+        return None
+    start, _, pid = session.partition(".")
+    try:
+        start_n, pid_n = int(start, 16), int(pid, 16)
+    except ValueError:
+        return None
+    if start_n < 0 or pid_n < 0 or pid_n >= 1 << 24 or start_n >= 1 << 39:
+        return None
+    return start_n << 24 | pid_n
+
+
+# -- from server lines to records ------------------------------------------------------------------
+
+_AUTHORIZED_RE = re.compile(r"connection authorized: user=(?P<user>\S*)(?: database=(?P<db>\S*))?")
+_APPLICATION_RE = re.compile(r" application_name=(?P<app>.*?)(?: SSL enabled| GSS|\Z)", re.S)
+_PARAMETER_RE = re.compile(r'parameter "(?P<name>[^"\n]{1,200})" changed to "(?P<value>.{0,4096})"\Z', re.S)
+_START_RE = re.compile(r"starting (?P<version>PostgreSQL .{1,400})\Z", re.S)
+# Refused logins, by SQLSTATE where the layout gives one, else by the server's words (English).
+_LOGIN_STATES = ("28", "3D000")
+_LOGIN_WORDS = re.compile(
+    r"\A(?:password authentication failed|role \".*\" does not exist|no pg_hba\.conf entry"
+    r"|database \".*\" does not exist|role \".*\" is not permitted to log in|(?:Ident|Peer|LDAP|"
+    r"RADIUS|certificate|GSSAPI|SSPI|PAM) authentication failed)",
+    re.S,
+)
+_ERRORS = frozenset({"ERROR", "FATAL", "PANIC"})
+
+
+def _problem(line: ServerLine, reason: str) -> Problem:
+    return Problem(line.line, line.offset, line.raw[:PROBLEM_EXCERPT_BYTES], reason)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A record waiting for the rest of its lines (a statement's) or for its turn (others)."""
+
+    first: ServerLine
+    item: Item | None = None  # set when complete
+    entries: list[Entry] = field(default_factory=list)
+    lines: list[ServerLine] = field(default_factory=list)
+    size: int = 0
+    error: ServerLine | None = None
+    seen_at: int = 0  # the assembler's line count when it began
+
+
+def _who(line: ServerLine) -> dict[str, object]:
+    # Only client sessions are connections (csvlog and jsonlog give the postmaster a session
+    # id too; a stderr prefix stops at %q for it).
+    client = line.user is not None
+    return {
+        "user": line.user or None,
+        "host": line.host or None,
+        "database": line.database or None,
+        "connection_id": session_number(line.session) if client else None,
+    }
+
+
+def _extra(line: ServerLine) -> dict[str, str]:
+    extra: dict[str, str] = {}
+    for key, value in (
+        ("session", line.session if line.user is not None else None),
+        ("pid", line.pid),
+        ("session_line", line.session_line),
+        ("port", line.port),
+        ("application", line.application),
+        ("vxid", line.vxid),
+    ):
+        if value not in (None, ""):
+            extra[key] = str(value)
+    return extra
+
+
+class Assembler:
+    """Server lines in, records out, in the order of their first byte (see the module docstring).
+
+    1. Each line joins its session's open statement (same pgAudit statement id), or closes it
+       (any other line of that session; the ERROR of that statement is taken into it first),
+       or becomes a record of its own.
+    2. Records wait in a queue in file order; the head leaves when complete. A statement
+       still open MAX_WAIT_LINES lines after its first is closed as it stands.
+    """
+
+    def __init__(self) -> None:
+        self.queue: OrderedDict[int, _Pending] = OrderedDict()  # by first offset
+        self.open: dict[str, _Pending] = {}  # session -> its open statement
+        self.count = 0
+
+    def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
+        for line in lines:
+            self.count += 1
+            if isinstance(line, Problem):
+                self._push(_Pending(_line_of(line), item=line, seen_at=self.count))
+            else:
+                self._take(line)
+            yield from self._ready()
+
+    def finish(self) -> Iterator[Item]:
+        for session in list(self.open):
+            self._close(session)
+        yield from self._ready()
+
+    def _push(self, pending: _Pending) -> None:
+        self.queue[pending.first.offset] = pending
+
+    def _ready(self) -> Iterator[Item]:
+        while self.queue:
+            offset, head = next(iter(self.queue.items()))
+            if head.item is None and self.count - head.seen_at > MAX_WAIT_LINES:
+                session = head.first.session or ""
+                if self.open.get(session) is head:
+                    self._close(session)
+            if head.item is None:
+                return
+            del self.queue[offset]
+            yield head.item
+
+    def _take(self, line: ServerLine) -> None:
+        session = line.session or ""
+        current = self.open.get(session) if session else None
+        entry = parse_entry(line.message) if line.message.startswith("AUDIT: ") else None
+        if entry is not None and session:
+            if (
+                current is not None
+                and current.entries[0].statement_id == entry.statement_id
+                and len(current.entries) < MAX_ENTRIES
+                and current.size + len(line.raw) <= MAX_RECORD_BYTES
+            ):
+                current.entries.append(entry)
+                current.lines.append(line)
+                current.size += len(line.raw)
+                return
+            if current is not None:
+                self._close(session)
+            pending = _Pending(line, entries=[entry], lines=[line], size=len(line.raw), seen_at=self.count)
+            self.open[session] = pending
+            self._push(pending)
+            return
+        if current is not None:
+            if line.severity == "ERROR" and _same_statement(current, line):
+                current.error = line
+                current.lines.append(line)
+                self._close(session)
+                return
+            self._close(session)
+        item = self._single(line, entry_broken=line.message.startswith("AUDIT: "))
+        if item is not None:
+            self._push(_Pending(line, item=item, seen_at=self.count))
+
+    def _close(self, session: str) -> None:
+        pending = self.open.pop(session)
+        pending.item = _statement(pending)
+
+    def _single(self, line: ServerLine, *, entry_broken: bool) -> Item | None:
+        message = line.message
+        if entry_broken:
+            return _problem(line, "an AUDIT line whose fields are not pgAudit's (or without a session id)")
+        if line.severity == "LOG":
+            if message.startswith("connection authorized: "):
+                return _connect(line)
+            if message.startswith("disconnection: "):
+                return _record(line, "Quit", b"", status=None)
+            if message.startswith("starting PostgreSQL"):
+                m = _START_RE.match(message)
+                return ServerStart(line.line, line.offset, line.raw, m["version"] if m else message[9:409])
+            if message.startswith("parameter "):
+                m = _PARAMETER_RE.match(message)
+                if m is not None:
+                    record = _record(line, "Config", message.encode("utf-8", "surrogatepass"), status=None)
+                    record.extra["parameter"] = m["name"]
+                    record.extra["value"] = m["value"]
+                    return record
+            return None
+        if line.severity not in _ERRORS:
+            return None
+        if line.severity == "FATAL" and (
+            (line.sqlstate or "").startswith(_LOGIN_STATES) or _LOGIN_WORDS.match(message)
+        ):
+            record = _record(line, "Connect", b"", status="denied")
+            record.extra["error"] = message
+            return record
+        status = line.sqlstate or "error"
+        if line.statement is not None:
+            record = _record(line, "Query", line.statement.encode("utf-8", "surrogatepass"), status=status)
+            record.extra["audited"] = "no"
+        else:
+            record = _record(line, line.severity.title(), b"", status=status)
+        record.extra["error"] = message
+        if line.detail:
+            record.extra["error_detail"] = line.detail
+        return record
+
+
+def _line_of(problem: Problem) -> ServerLine:
+    return ServerLine(problem.line, problem.offset, problem.raw)
+
+
+def _same_statement(pending: _Pending, error: ServerLine) -> bool:
+    """Whether `error` (the next line of the session) is the failure of the open statement.
+
+    Its statement text is one a pgAudit entry of it names: yes. Otherwise the entries are
+    sub-statements of a statement pgAudit did not log itself (a SELECT or CALL of a function,
+    a DO block): yes when the layout tells the virtual transaction and it is the same, and the
+    command tag, where told, too; in a stderr log without %v the text must match.
+    """
+    statement = error.statement
+    if statement is None:
+        return False
+    if any(e.statement == statement for e in pending.entries):
+        return True
+    first = pending.first
+    if first.vxid is None or error.vxid is None or first.vxid != error.vxid:
+        return False
+    return first.tag is None or error.tag is None or first.tag == error.tag
+
+
+def _record(line: ServerLine, command: str, argument: bytes, *, status: str | None) -> LogRecord:
+    when, zone = parse_time(line.time)
+    record = LogRecord(
+        line=line.line,
+        offset=line.offset,
+        raw=line.raw,
+        occurred_at=when,
+        command=command,
+        argument=argument,
+        status=status,
+        extra=_extra(line),
+        **_who(line),  # type: ignore[arg-type]  # the keys and types of LogRecord's fields
+    )
+    if zone:
+        record.extra["time_zone"] = zone
+    if line.time and when is None:
+        record.extra["invalid_time"] = line.time[:64]
+    if line.sqlstate and line.sqlstate != "00000" and status != line.sqlstate:
+        record.extra["sqlstate"] = line.sqlstate
+    return record
+
+
+def _connect(line: ServerLine) -> LogRecord:
+    m = _AUTHORIZED_RE.match(line.message)
+    record = _record(line, "Connect", b"", status="ok")
+    if m is not None:
+        record.user = record.user or m["user"] or None
+        record.database = record.database or m["db"] or None
+    app = _APPLICATION_RE.search(line.message)
+    if app is not None and app["app"]:
+        record.extra["application"] = app["app"]
+    return record
+
+
+def _statement(pending: _Pending) -> LogRecord:
+    """One Query record of a statement's pgAudit entries (and its ERROR)."""
+    first, entries, error = pending.first, pending.entries, pending.error
+    texts = [e.statement for e in entries if e.statement]
+    top = error.statement if error is not None and error.statement else (texts[0] if texts else "")
+    raw = b"".join(line.raw for line in pending.lines)
+    record = _record(first, "Query", top.encode("utf-8", "surrogatepass"), status=None)
+    record.raw = raw
+    objects: list[str] = []
+    for e in entries:
+        if e.object_name and e.object_name not in objects:
+            objects.append(e.object_name)
+    record.objects = tuple(objects)
+    e0 = entries[0]
+    record.rows_affected = e0.rows
+    extra = record.extra
+    extra["audit_type"] = ",".join(dict.fromkeys(e.audit_type for e in entries))
+    extra["statement_id"] = str(e0.statement_id)
+    extra["classes"] = ",".join(dict.fromkeys(e.cls for e in entries))
+    extra["commands"] = json.dumps(
+        [[e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows] for e in entries],
+        ensure_ascii=False,
+    )
+    subs: dict[str, str] = {}
+    for e in entries:
+        if e.statement and e.statement != top:
+            subs.setdefault(str(e.substatement_id), e.statement)
+    if subs:
+        extra["substatements"] = json.dumps(subs, ensure_ascii=False)
+    given = next((e.parameter for e in entries if e.parameter is not None), None)
+    if given is not None:
+        extra["parameters"] = json.dumps(parameters(given), ensure_ascii=False)
+    if error is not None:
+        record.status = error.sqlstate or "error"
+        extra["error"] = error.message
+        if error.detail:
+            extra["error_detail"] = error.detail
+    else:
+        record.status = "ok"
+    offsets = [(line.offset, len(line.raw)) for line in pending.lines]
+    contiguous = all(a + n == b for (a, n), (b, _) in itertools.pairwise(offsets))
+    if not contiguous:
+        extra["parts"] = ",".join(f"{a}:{n}" for a, n in offsets)
+    return record
+
+
+def assemble(lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
+    """Records of a layout's server lines (see Assembler)."""
+    assembler = Assembler()
+    yield from checked_integers(assembler.feed(lines))
+    yield from checked_integers(assembler.finish())

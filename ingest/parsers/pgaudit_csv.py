@@ -1,0 +1,129 @@
+"""pgAudit in PostgreSQL's csvlog (`log_destination = 'csvlog'`). Pure: no Django.
+
+One server message is one CSV record of 23 (PostgreSQL 12), 24 (13), or 26 columns (14 and
+later: leader_pid, query_id); quoted fields may hold newlines, so a record ends at the first
+line end outside quotes (quote parity, linear). The columns give every record its user,
+database, session, host and application; see ingest/parsers/pgaudit.py for the records made.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable, Iterator
+
+from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
+
+__all__ = ["NAME", "parse", "recognise"]
+
+NAME = "pgaudit-csv"
+
+# The first record: log_time, user, database, pid, connection_from, session_id (hex.hex),
+# session_line_num, ... Only the leading columns are matched (the head may cut the line).
+_HEAD_RE = re.compile(
+    rb"""
+    \A\d{4}-\d{2}-\d{2}\x20\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:\x20[A-Za-z0-9+\-:/_]{1,32})?,  # log_time
+    (?:"(?:[^"\n]|"")*+")?,(?:"(?:[^"\n]|"")*+")?,   # user, database
+    \d+,(?:"[^"\n]*+")?,                             # pid, connection_from
+    [0-9a-f]{1,16}\.[0-9a-f]{1,16},\d+,              # session_id, session_line_num
+    """,
+    re.X,
+)
+_COLUMNS = (23, 24, 26)
+
+
+def recognise(head: bytes) -> bool:
+    """A csvlog: its first line starts with csvlog's leading columns (a session id `hex.hex`)."""
+    return _HEAD_RE.match(head.lstrip(b"\xef\xbb\xbf")) is not None
+
+
+def _records(lines: Iterable[bytes], offset: int, line: int) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(offset, first line, raw bytes, too long) of each CSV record, by quote parity."""
+    parts: list[bytes] = []
+    size = 0
+    start, start_line, odd, too_long = offset, line, False, False
+    for chunk in lines:
+        if not parts:
+            start, start_line, too_long = offset, line, False
+        if chunk.count(b'"') & 1:
+            odd = not odd
+        if size + len(chunk) <= MAX_MESSAGE_BYTES:
+            parts.append(chunk)
+        elif not too_long:
+            too_long = True
+            parts.append(chunk[: max(0, PROBLEM_EXCERPT_BYTES - size)])
+        else:
+            parts.append(b"")
+        size += len(chunk)
+        offset += len(chunk)
+        if chunk.endswith(b"\n"):
+            line += 1
+            if not odd:
+                yield start, start_line, b"".join(parts), too_long
+                parts, size = [], 0
+    if parts:
+        yield start, start_line, b"".join(parts), too_long
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+
+
+def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterator[ServerLine | Problem]:
+    for offset, line, raw, too_long in _records(lines, start_offset, start_line):
+        if too_long:
+            yield Problem(
+                line,
+                offset,
+                raw[:PROBLEM_EXCERPT_BYTES],
+                f"csvlog record longer than {MAX_MESSAGE_BYTES} bytes",
+            )
+            continue
+        text = raw.decode("utf-8", "surrogateescape")
+        try:
+            rows = list(csv.reader([text.rstrip("\r\n")], strict=True))
+        except csv.Error as error:
+            yield Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not a csvlog record: {error}")
+            continue
+        if len(rows) != 1 or len(rows[0]) not in _COLUMNS:
+            count = len(rows[0]) if len(rows) == 1 else 0
+            if not text.strip():
+                continue
+            yield Problem(
+                line,
+                offset,
+                raw[:PROBLEM_EXCERPT_BYTES],
+                f"not a csvlog record: {count} columns, not 23, 24 or 26",
+            )
+            continue
+        c = rows[0]
+        host, _, port = c[4].rpartition(":") if c[4] and not c[4].startswith("[") else (c[4], "", "")
+        yield ServerLine(
+            line=line,
+            offset=offset,
+            raw=raw,
+            time=c[0],
+            user=c[1] or None,
+            database=c[2] or None,
+            pid=_int(c[3]),
+            host=host or None,
+            port=port or None,
+            session=c[5] or None,
+            session_line=_int(c[6]),
+            tag=c[7] or None,
+            vxid=c[9] or None,
+            severity=c[11],
+            sqlstate=c[12] or None,
+            message=c[13],
+            detail=c[14] or None,
+            statement=c[19] or None,
+            application=c[22] or None,
+        )
+
+
+def parse(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: object | None = None
+) -> Iterator[Item]:
+    """Every record and problem of a pgAudit csvlog, in order (hints: none needed)."""
+    yield from assemble(_lines(lines, start_offset, start_line))
