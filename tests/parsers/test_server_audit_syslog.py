@@ -699,7 +699,9 @@ HOSTILE = [
 def test_a_hostile_4_mb_syslog_line_is_read_in_linear_time(data: bytes) -> None:
     started = time.monotonic()
     items = parse(data + b"\n")
-    assert time.monotonic() - started < 5  # a quadratic reading takes hours
+    # Not a speed claim (bench/hostile_bench.py measures): a quadratic reading takes hours, so a
+    # bound far above a loaded machine's worst still tells the two apart.
+    assert time.monotonic() - started < 120
     assert all(isinstance(i, Problem | LogRecord) for i in items)
 
 
