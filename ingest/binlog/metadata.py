@@ -292,6 +292,9 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
             why = f"event of type {t} cannot be decoded: {err}"[:300]
             yield BinlogProblem(e.position, why, e.body[:2048])
     if tx is not None:
+        yield BinlogProblem(
+            tx.start, "the file ends inside a transaction (cut short, or still being written)"
+        )
         yield close("incomplete", tx.start, 0)
 
 
