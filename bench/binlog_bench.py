@@ -13,7 +13,8 @@ Then, `--runs` times each, alternately, each in a fresh process: `mariadb-binlog
 file into /dev/null (its rate is the bar), and our metadata pass (`ingest.binlog.metadata.scan`)
 over the same files. Reports per tool the minimum CPU seconds (user + system of the child,
 from wait4, which other load disturbs less than wall time), the minimum wall seconds, MB/s of
-both, and the peak resident memory of the child. Writes bench/out/binlog.json.
+both, and the peak resident memory (ours: VmHWM read by the probe itself; mariadb-binlog's
+from wait4, an upper bound: Linux counts the forking parent's pages in it). Writes bench/out/binlog.json.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ for path in sys.argv[1:]:
             if isinstance(item, Transaction):
                 txs += 1
                 rows += item.rows
-print(txs, rows)
+hwm = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")]
+print(txs, rows, hwm[0] if hwm else "0")
 """
 
 
@@ -82,7 +84,7 @@ def make_binlogs(mb: int) -> None:
                 " END WHILE; END"
             )
             start = 0
-            while _size() < mb * 1024 * 1024:
+            while _size(server.binlogs) < mb * 1024 * 1024:
                 c.execute(
                     "INSERT INTO bench.t SELECT seq + %s, CONCAT('name-', seq), REPEAT('é', seq MOD 40),"
                     " seq / 7, NOW(6), seq MOD 100, seq MOD 2, IF(seq MOD 5 = 0, REPEAT('x', 200), NULL)"
@@ -97,14 +99,16 @@ def make_binlogs(mb: int) -> None:
         conn.close()
     finally:
         server.stop()
+        if sys.exc_info()[0] is not None:
+            subprocess.run(["rm", "-rf", str(base)], check=False)
     BINLOGS.mkdir(parents=True, exist_ok=True)
     for p in sorted(server.binlogs.glob("mariadb-bin.0*")):
         p.rename(BINLOGS / p.name)
     subprocess.run(["rm", "-rf", str(base)], check=True)
 
 
-def _size() -> int:
-    return 0 if not BINLOGS.exists() else sum(p.stat().st_size for p in BINLOGS.glob("mariadb-bin.0*"))
+def _size(folder: Path = BINLOGS) -> int:
+    return 0 if not folder.exists() else sum(p.stat().st_size for p in folder.glob("mariadb-bin.0*"))
 
 
 def measure(cmd: list[str], stdout: int | None = None) -> tuple[float, float, float, bytes]:
@@ -145,6 +149,8 @@ def main() -> int:
     for r in results.values():
         r["mb_per_cpu_s"] = round(mb / r["cpu_s"], 1)
         r["mb_per_wall_s"] = round(mb / r["wall_s"], 1)
+    if len(counts.split()) == 3:  # the probe's own peak (wait4's includes the forking parent's pages)
+        results["auditweb metadata pass"]["peak_rss_mb"] = round(int(counts.split()[2]) / 1024, 1)
     report = {"binlog_mb": round(mb, 1), "files": len(files), "runs": args.runs,
               "transactions_rows": counts.decode().split(), "results": results}  # fmt: skip
     OUT.mkdir(parents=True, exist_ok=True)
