@@ -1,0 +1,12 @@
+"""Binary logs: read offline, decoded, joined to the statements of the other logs, undone.
+
+Pure Python, no Django (like ingest/parsers). The modules, in the order data flows:
+  - reader: framing, checksums, positions (`recognise`, `read_events`, `read_event_at`);
+  - tables: TABLE_MAP events through mysql-replication's decoder (`decode_table_map`);
+  - rows: rows events counted (metadata pass) or decoded to values (`decode_rows`);
+  - metadata: the pass ingest stores (`scan` -> `BinlogFile`, `Transaction`, `BinlogProblem`);
+  - schema: columns from a CREATE TABLE (`parse_create_table`) when the binlog lacks names;
+  - images: row images of one table change on demand (`row_images` -> `RowImage`);
+  - flashback: SQL undoing statements (`flashback_sql`, `table_info`);
+  - join: logged statements <-> row statements (`join`, `row_statements`).
+"""

@@ -1,0 +1,314 @@
+"""The metadata pass: a binlog file as transactions, statements and row counts, fast.
+
+What ingest stores for every transaction (no row values: those are decoded on demand from
+the positions kept here): server id, GTID, file positions, commit time, thread id where the
+binlog has one, and per statement its annotate text (or its SQL, for statement-based
+events), time, and per table and kind of change the row count and the positions of its rows
+events and of the table map they need.
+
+Transaction boundaries, per server flavour (one place):
+  - MariaDB: a GTID event opens every group; FL_STANDALONE (DDL and other implicit commits)
+    means the group is that GTID and one Query; otherwise it ends at XID or a Query COMMIT
+    (or ROLLBACK, when non-transactional changes were logged and the rest rolled back).
+  - MySQL 5.6+: a GTID (or ANONYMOUS_GTID) event, then a Query BEGIN ... XID/COMMIT; a DDL is
+    GTID + one Query with no BEGIN. Older MySQL: Query BEGIN opens, as without GTIDs.
+A statement of rows ends at the rows event flagged STMT_END; the annotate event (MariaDB
+ANNOTATE_ROWS, MySQL ROWS_QUERY) before its first table map gives its text.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ingest.binlog import reader as r
+from ingest.binlog.reader import BinlogProblem, Event, Format
+from ingest.binlog.rows import STMT_END, RowsError, count_rows, read_header, widths
+from ingest.binlog.tables import TableDef, TableMapError, decode_table_map
+
+TEXT_CAP = 65536  # characters of an annotate or query text kept (the length is kept too)
+
+_MARIADB_STANDALONE = 0x01
+_MARIADB_GROUP_COMMIT_ID = 0x02
+_MARIADB_XA = 0x40 | 0x80
+_MARIADB_EXTRA_MULTI_ENGINE = 0x01
+_MARIADB_EXTRA_ALTER = 0x04 | 0x08  # COMMIT_ALTER, ROLLBACK_ALTER: a start-alter seq no follows
+_MARIADB_EXTRA_THREAD_ID = 0x10  # MariaDB 11.5+ (MDEV-7850): the thread that ran it
+
+
+@dataclass(slots=True)
+class TableChange:
+    """The rows one statement changed in one table, of one kind."""
+
+    table: str  # db.tbl
+    change: str  # insert, update, delete
+    rows: int
+    table_map_position: int  # the TABLE_MAP event the rows events need to be decoded
+    positions: list[int] = field(default_factory=list)  # its rows events, in order
+
+
+@dataclass(slots=True)
+class Statement:
+    """One statement of a transaction: rows events (`kind` "rows") or a statement-based
+    Query event (`kind` "query": DDL, or DML logged as a statement under MIXED/STATEMENT)."""
+
+    kind: str
+    position: int  # its first event (annotate, table map, or the query)
+    time: int  # server clock, seconds since the epoch: when the statement began
+    text: str | None  # annotate text or the query; None when the binlog has none
+    text_length: int = 0  # of the full text (text is capped at TEXT_CAP)
+    thread_id: int | None = None  # query events carry it
+    database: str | None = None  # query events: the current schema
+    error_code: int = 0
+    changes: list[TableChange] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(c.rows for c in self.changes)
+
+
+@dataclass(slots=True)
+class Transaction:
+    file: str
+    server_id: int
+    start: int  # position of its first event (GTID or BEGIN)
+    end: int = 0  # position just after its last event
+    gtid: str | None = None  # MariaDB domain-server-seq or MySQL uuid:n
+    thread_id: int | None = None  # MySQL's BEGIN, MariaDB 11.5+ GTID
+    commit_time: int = 0  # the commit event's timestamp (seconds since the epoch)
+    xid: int | None = None
+    ended_by: str = ""  # "xid", "commit", "rollback", "ddl", "incomplete"
+    statements: list[Statement] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        return sum(s.rows for s in self.statements)
+
+
+@dataclass(slots=True, frozen=True)
+class BinlogFile:
+    """What a file says about itself (first item of a scan)."""
+
+    file: str
+    server_version: str
+    server_id: int
+    created: int  # non-zero: the first file after a server start (its boot time)
+    checksum: bool
+    in_use: bool
+
+
+def _text(raw: bytes) -> tuple[str, int]:
+    text = raw[: TEXT_CAP * 4].decode("utf-8", "replace")
+    return text[:TEXT_CAP], len(raw)
+
+
+def _mariadb_gtid(event: Event) -> tuple[str, bool, int | None]:
+    """(domain-server-seq, standalone, thread id if the event carries one)."""
+    body = event.body
+    seq, domain, flags = struct.unpack_from("<QIB", body)
+    at = 13
+    if flags & _MARIADB_GROUP_COMMIT_ID:
+        at += 8
+    if flags & _MARIADB_XA and len(body) >= at + 6:
+        gtrid, bqual = body[at + 4], body[at + 5]
+        at += 6 + gtrid + bqual
+    thread = None
+    if len(body) > at:
+        extra = body[at]
+        at += 1
+        if extra & _MARIADB_EXTRA_MULTI_ENGINE:
+            at += 1
+        if extra & _MARIADB_EXTRA_ALTER:
+            at += 8
+        if extra & _MARIADB_EXTRA_THREAD_ID and len(body) >= at + 4:
+            (thread,) = struct.unpack_from("<I", body, at)
+    return f"{domain}-{event.server_id}-{seq}", bool(flags & _MARIADB_STANDALONE), thread
+
+
+def _mysql_gtid(event: Event) -> str | None:
+    body = event.body
+    if event.type == r.ANONYMOUS_GTID or len(body) < 25:
+        return None
+    sid = body[1:17].hex()
+    (gno,) = struct.unpack_from("<q", body, 17)
+    return f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
+
+
+@dataclass(slots=True)
+class _Query:
+    thread_id: int
+    database: str
+    error_code: int
+    text: str
+    length: int
+
+
+def _query(event: Event, fmt: Format) -> _Query:
+    """QUERY_EVENT: thread id u32, exec time u32, db length u8, error u16, status vars
+    length u16 (post-header, 13 bytes), then status vars, db, NUL, and the text."""
+    body = event.body
+    thread, _exec, db_len, error, status_len = struct.unpack_from("<IIBHH", body)
+    at = fmt.post_header_len(r.QUERY, 13) + status_len
+    database = body[at : at + db_len].decode("utf-8", "replace")
+    text, length = _text(body[at + db_len + 1 :])
+    return _Query(thread, database, error, text, length)
+
+
+def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | BinlogProblem]:
+    """The file's transactions in order (a `BinlogFile` first; problems where they occur).
+
+    Steps, per event:
+      1. GTID / BEGIN open a transaction; XID, COMMIT, ROLLBACK and a DDL close it;
+      2. annotate events give the next statement its text;
+      3. table maps are remembered by table id (decoded once per distinct body);
+      4. rows events add their row count to the open statement's (table, change); the
+         STMT_END flag closes the statement.
+    """
+    fmt: Format | None = None
+    maps: dict[int, tuple[TableDef, int]] = {}  # table id -> (definition, table map position)
+    decoded: dict[bytes, TableDef] = {}
+    width_of: dict[int, tuple[int, ...]] = {}  # id(TableDef) -> value widths
+    tx: Transaction | None = None
+    began = False  # inside BEGIN ... COMMIT (or a non-standalone MariaDB group)
+    stmt: Statement | None = None
+    annotate: tuple[int, int, str, int] | None = None  # position, time, text, length
+    first = True
+
+    def close(how: str, at: int, when: int) -> Transaction:
+        nonlocal tx, stmt, annotate, began
+        assert tx is not None
+        tx.end, tx.ended_by = at, how
+        if when:
+            tx.commit_time = when
+        done, tx, stmt, annotate, began = tx, None, None, None, False
+        return done
+
+    for item in r.read_events(stream):
+        if isinstance(item, Format):
+            fmt = item
+            continue
+        if isinstance(item, BinlogProblem):
+            if tx is not None:
+                yield close("incomplete", item.position, 0)
+            yield item
+            return
+        e = item
+        assert fmt is not None
+        if first:
+            first = False
+            yield BinlogFile(name, fmt.server_version, e.server_id, fmt.created, fmt.checksum, fmt.in_use)
+        t = e.type
+        end = e.position + e.size
+        try:
+            if t == r.MARIADB_GTID or t in (r.MYSQL_GTID, r.ANONYMOUS_GTID):
+                if tx is not None:
+                    yield BinlogProblem(e.position, "a transaction without its commit event", b"")
+                    yield close("incomplete", e.position, 0)
+                tx = Transaction(file=name, server_id=e.server_id, start=e.position, commit_time=e.timestamp)
+                if t == r.MARIADB_GTID:
+                    tx.gtid, standalone, tx.thread_id = _mariadb_gtid(e)
+                    began = not standalone
+                else:
+                    tx.gtid = _mysql_gtid(e)
+            elif t == r.QUERY:
+                q = _query(e, fmt)
+                verb = q.text.strip().upper()
+                if verb == "BEGIN" or verb.startswith("XA START"):
+                    if tx is None:
+                        tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                    tx.thread_id = q.thread_id
+                    began = True
+                elif verb in ("COMMIT", "ROLLBACK") and tx is not None:
+                    yield close(verb.lower(), end, e.timestamp)
+                else:
+                    if tx is None:
+                        tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                    s = Statement("query", e.position, e.timestamp, q.text, q.length, q.thread_id,
+                                  q.database or None, q.error_code)  # fmt: skip
+                    tx.statements.append(s)
+                    stmt = None
+                    if not began:
+                        yield close("ddl", end, e.timestamp)
+            elif t == r.XID:
+                if tx is not None:
+                    tx.xid = struct.unpack_from("<Q", e.body)[0]
+                    yield close("xid", end, e.timestamp)
+            elif t in (r.MARIADB_ANNOTATE_ROWS, r.ROWS_QUERY):
+                raw = e.body if t == r.MARIADB_ANNOTATE_ROWS else e.body[1:]  # MySQL: a length byte
+                text, length = _text(raw)
+                annotate = (e.position, e.timestamp, text, length)
+                stmt = None
+            elif t == r.TABLE_MAP:
+                table = decoded.get(e.body)
+                if table is None:
+                    table = decode_table_map(e, fmt)
+                    if len(decoded) > 10000:  # bounded: a hostile file with endless new maps
+                        decoded.clear()
+                    decoded[e.body] = table
+                maps[table.table_id] = (table, e.position)
+                if tx is None:
+                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                if stmt is None:
+                    stmt = _new_statement(tx, annotate, e)
+                    annotate = None
+            elif t in r.ROWS_CHANGE:
+                header = read_header(e, fmt)
+                found = maps.get(header.table_id)
+                if found is None:
+                    why = f"rows for table id {header.table_id} without its table map"
+                    yield BinlogProblem(e.position, why)
+                    continue
+                table, map_at = found
+                w = width_of.get(id(table))
+                if w is None:
+                    w = width_of[id(table)] = widths(table)
+                n = count_rows(e.body, header, w)
+                if tx is None:
+                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                if stmt is None:
+                    stmt = _new_statement(tx, annotate, e)
+                    annotate = None
+                change = stmt.changes[-1] if stmt.changes else None
+                if change is None or change.table != table.name or change.change != header.change:
+                    change = next(
+                        (c for c in stmt.changes if c.table == table.name and c.change == header.change), None
+                    )
+                    if change is None:
+                        change = TableChange(table.name, header.change, 0, map_at)
+                        stmt.changes.append(change)
+                change.rows += n
+                change.positions.append(e.position)
+                if header.flags & STMT_END:
+                    stmt = None
+            elif t in r.MARIADB_COMPRESSED or t == r.TRANSACTION_PAYLOAD:
+                why = f"compressed event (type {t}) not decoded: its rows are not counted"
+                yield BinlogProblem(e.position, why)
+            elif t in (r.ROTATE, r.STOP) and tx is not None:
+                yield BinlogProblem(e.position, "the file ends inside a transaction")
+                yield close("incomplete", e.position, 0)
+        except (struct.error, IndexError, KeyError, RowsError, TableMapError, ValueError) as err:
+            why = f"event of type {t} cannot be decoded: {err}"[:300]
+            yield BinlogProblem(e.position, why, e.body[:2048])
+    if tx is not None:
+        yield BinlogProblem(
+            tx.start, "the file ends inside a transaction (cut short, or still being written)"
+        )
+        yield close("incomplete", tx.start, 0)
+
+
+def _new_statement(tx: Transaction, annotate: tuple[int, int, str, int] | None, e: Event) -> Statement:
+    if annotate is not None:
+        position, when, text, length = annotate
+        s = Statement("rows", position, when, text, length)
+    else:
+        s = Statement("rows", e.position, e.timestamp, None)
+    tx.statements.append(s)
+    return s
+
+
+def scan_file(path: str) -> list[BinlogFile | Transaction | BinlogProblem]:
+    """Convenience for tests and tools: the whole scan of one file as a list."""
+    with open(path, "rb") as f:
+        return list(scan(f, path.rsplit("/", 1)[-1]))

@@ -1,0 +1,459 @@
+"""Rows events: counting their rows fast (metadata pass) and decoding them (on demand).
+
+Our own decoding, not mysql-replication's RowsEvent, because the library's values are not
+exact enough for evidence and flashback: it decodes latin1 as Python's cp1252 (which
+rejects five bytes MariaDB's latin1 maps), turns zero dates into None (indistinguishable
+from NULL), BIT into text, and decodes text without a known charset as UTF-8. Here a value
+is exactly what the server stored: integers as int, DECIMAL as `Decimal`, temporal types
+as text in the server's own notation, text decoded by the column's charset, binary (and
+text we cannot decode) as bytes. `json_value` makes any of them JSON-safe.
+
+Layout of a rows event body: table id (6), flags (2), [v2: extra-data length (2) and
+data], column count (length-coded), columns-present bitmap (and a second one for the after
+image of an UPDATE), then the rows: each a null bitmap over the present columns followed by
+the present non-null values.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pymysqlreplication.constants import FIELD_TYPE as T
+from pymysqlreplication.json_binary import parse_json
+
+from ingest.binlog.reader import (
+    DELETE_ROWS_V2,
+    PARTIAL_UPDATE_ROWS,
+    ROWS_CHANGE,
+    UPDATE_ROWS_V2,
+    WRITE_ROWS_V2,
+    Event,
+    Format,
+)
+from ingest.binlog.tables import ColumnDef, TableDef
+
+STMT_END = 0x0001  # the last rows event of a statement
+
+Value = int | float | Decimal | str | bytes | None
+
+
+class RowsError(ValueError):
+    """A rows event that does not fit its table map (corrupt, or a map we misread)."""
+
+
+@dataclass(slots=True, frozen=True)
+class RowsHeader:
+    table_id: int
+    flags: int
+    change: str  # insert, update, delete
+    columns: int
+    present: bytes  # columns-present bitmap (before image for UPDATE)
+    present_after: bytes | None  # UPDATE: the after image's bitmap
+    rows_at: int  # offset of the first row in the body
+
+
+def read_header(event: Event, fmt: Format) -> RowsHeader:
+    body = event.body
+    v2 = event.type in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2, PARTIAL_UPDATE_ROWS)
+    post = fmt.post_header_len(event.type, 10 if v2 else 8)
+    if post == 6:  # MySQL 5.1.0-5.1.3: 4-byte table id
+        table_id, flags = struct.unpack_from("<IH", body)
+    else:
+        table_id = int.from_bytes(body[:6], "little")
+        (flags,) = struct.unpack_from("<H", body, 6)
+    at = post
+    if v2 and post >= 10:
+        (extra,) = struct.unpack_from("<H", body, 8)
+        at = 8 + max(extra, 2)
+    columns, at = _lenenc(body, at)
+    width = (columns + 7) // 8
+    present = body[at : at + width]
+    at += width
+    present_after = None
+    change = ROWS_CHANGE[event.type]
+    if change == "update":
+        present_after = body[at : at + width]
+        at += width
+    if at > len(body):
+        raise RowsError(f"rows event at {event.position} ends inside its header")
+    return RowsHeader(table_id, flags, change, columns, present, present_after, at)
+
+
+def _lenenc(body: bytes, at: int) -> tuple[int, int]:
+    first = body[at]
+    if first < 251:
+        return first, at + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None:
+        raise RowsError("bad length-coded integer")
+    return int.from_bytes(body[at + 1 : at + 1 + width], "little"), at + 1 + width
+
+
+# -- walking (the metadata pass: how many rows, without decoding a value) ------------------
+
+_FIXED = {
+    T.TINY: 1, T.SHORT: 2, T.INT24: 3, T.LONG: 4, T.LONGLONG: 8, T.FLOAT: 4, T.DOUBLE: 8,
+    T.YEAR: 1, T.DATE: 3, T.NEWDATE: 3, T.TIME: 3, T.DATETIME: 8, T.TIMESTAMP: 4,
+}  # fmt: skip
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+
+
+def _decimal_size(precision: int, scale: int) -> int:
+    whole = precision - scale
+    return (whole // 9) * 4 + _DIG2BYTES[whole % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
+
+
+def value_width(c: ColumnDef) -> int:
+    """Bytes of a value: > 0 fixed, < 0 a length prefix of that many bytes."""
+    t = c.type
+    if t in _FIXED:
+        return _FIXED[t]
+    if t == T.NEWDECIMAL:
+        return _decimal_size(c.precision, c.decimals)
+    if t == T.DATETIME2:
+        return 5 + (c.fsp + 1) // 2
+    if t == T.TIMESTAMP2:
+        return 4 + (c.fsp + 1) // 2
+    if t == T.TIME2:
+        return 3 + (c.fsp + 1) // 2
+    if t in (T.ENUM, T.SET):
+        return c.size
+    if t == T.BIT:
+        return (c.bits + 7) // 8
+    if t in (T.VARCHAR, T.VAR_STRING, T.STRING):
+        return -2 if c.max_length > 255 else -1
+    if t in (T.BLOB, T.GEOMETRY, T.JSON, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
+        return -(c.length_size or 2)
+    raise RowsError(f"column type {t} of {c.name or c.index} is not known")
+
+
+def widths(table: TableDef) -> tuple[int, ...]:
+    return tuple(value_width(c) for c in table.columns)
+
+
+def count_rows(body: bytes, header: RowsHeader, widths_: tuple[int, ...]) -> int:
+    """How many rows the event holds (an UPDATE row counts once: before and after)."""
+    images = 2 if header.present_after is not None else 1
+    before = _present(header.present, header.columns, widths_)
+    after = _present(header.present_after, header.columns, widths_) if header.present_after else before
+    at, end, n = header.rows_at, len(body), 0
+    while at < end:
+        at = _skip_image(body, at, before)
+        if images == 2:
+            at = _skip_image(body, at, after)
+        n += 1
+    if at != end:
+        raise RowsError("the rows run past the end of the event")
+    return n
+
+
+def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tuple[int, ...]:
+    if bitmap is None or columns != len(widths_):
+        raise RowsError(f"the rows event has {columns} columns, its table map {len(widths_)}")
+    return tuple(widths_[i] for i in range(columns) if bitmap[i // 8] & (1 << (i % 8)))
+
+
+def _skip_image(body: bytes, at: int, present: tuple[int, ...]) -> int:
+    nulls = body[at : at + (len(present) + 7) // 8]
+    at += (len(present) + 7) // 8
+    any_null = any(nulls)
+    for i, w in enumerate(present):
+        if any_null and nulls[i >> 3] & (1 << (i & 7)):
+            continue
+        if w > 0:
+            at += w
+        elif w == -1:
+            at += 1 + body[at]
+        else:
+            at += -w + int.from_bytes(body[at : at - w], "little")
+    return at
+
+
+# -- decoding (row images on demand) -------------------------------------------------------
+
+
+def decode_rows(
+    event: Event, fmt: Format, table: TableDef
+) -> Iterator[tuple[list[Value] | None, list[Value] | None, tuple[bool, ...], tuple[bool, ...]]]:
+    """Each row as (before, after, before_present, after_present): values by column index;
+    a column absent from an image (binlog_row_image=MINIMAL/NOBLOB) is None there and False
+    in its `present` flags."""
+    header = read_header(event, fmt)
+    body = event.body
+    n = len(table.columns)
+    if header.columns != n:
+        raise RowsError(f"the rows event has {header.columns} columns, its table map {n}")
+    bits = [bool(header.present[i // 8] & (1 << (i % 8))) for i in range(n)]
+    bits_after = (
+        [bool(header.present_after[i // 8] & (1 << (i % 8))) for i in range(n)]
+        if header.present_after is not None
+        else bits
+    )
+    at = header.rows_at
+    while at < len(body):
+        first, at = _decode_image(body, at, table, bits)
+        if header.change == "update":
+            second, at = _decode_image(body, at, table, bits_after)
+            yield first, second, tuple(bits), tuple(bits_after)
+        elif header.change == "delete":
+            yield first, None, tuple(bits), ()
+        else:
+            yield None, first, (), tuple(bits)
+
+
+def _decode_image(body: bytes, at: int, table: TableDef, present: list[bool]) -> tuple[list[Value], int]:
+    count = sum(present)
+    nulls = body[at : at + (count + 7) // 8]
+    at += (count + 7) // 8
+    values: list[Value] = []
+    k = 0
+    for c, here in zip(table.columns, present, strict=True):
+        if not here:
+            values.append(None)
+            continue
+        is_null = nulls[k >> 3] & (1 << (k & 7))
+        k += 1
+        if is_null:
+            values.append(None)
+            continue
+        value, at = _value(body, at, c)
+        values.append(value)
+    if at > len(body):
+        raise RowsError("a row runs past the end of its event")
+    return values, at
+
+
+def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:
+    t = c.type
+    u = c.unsigned
+    if t == T.TINY:
+        return (b[at] if u else struct.unpack_from("<b", b, at)[0]), at + 1
+    if t == T.SHORT:
+        return struct.unpack_from("<H" if u else "<h", b, at)[0], at + 2
+    if t == T.INT24:
+        v = int.from_bytes(b[at : at + 3], "little", signed=not u)
+        return v, at + 3
+    if t == T.LONG:
+        return struct.unpack_from("<I" if u else "<i", b, at)[0], at + 4
+    if t == T.LONGLONG:
+        return struct.unpack_from("<Q" if u else "<q", b, at)[0], at + 8
+    if t == T.FLOAT:
+        return struct.unpack_from("<f", b, at)[0], at + 4
+    if t == T.DOUBLE:
+        return struct.unpack_from("<d", b, at)[0], at + 8
+    if t == T.YEAR:
+        return (b[at] + 1900 if b[at] else 0), at + 1
+    if t == T.NEWDECIMAL:
+        size = _decimal_size(c.precision, c.decimals)
+        return _decimal(b[at : at + size], c.precision, c.decimals), at + size
+    if t in (T.DATE, T.NEWDATE):
+        v = int.from_bytes(b[at : at + 3], "little")
+        return f"{v >> 9:04d}-{(v >> 5) & 15:02d}-{v & 31:02d}", at + 3
+    if t == T.DATETIME2:
+        return _datetime2(b, at, c.fsp)
+    if t == T.TIMESTAMP2:
+        seconds = int.from_bytes(b[at : at + 4], "big")
+        micro, end = _fraction(b, at + 4, c.fsp)
+        return _epoch_text(seconds, micro), end
+    if t == T.TIME2:
+        return _time2(b, at, c.fsp)
+    if t == T.DATETIME:  # pre-5.6 format: YYYYMMDDhhmmss as a number
+        v = struct.unpack_from("<Q", b, at)[0]
+        d, s = divmod(v, 1000000)
+        day = f"{d // 10000:04d}-{d // 100 % 100:02d}-{d % 100:02d}"
+        return f"{day} {s // 10000:02d}:{s // 100 % 100:02d}:{s % 100:02d}", at + 8
+    if t == T.TIMESTAMP:
+        return _epoch_text(struct.unpack_from("<I", b, at)[0], 0), at + 4
+    if t == T.TIME:
+        v = int.from_bytes(b[at : at + 3], "little", signed=True)
+        sign = "-" if v < 0 else ""
+        v = abs(v)
+        return f"{sign}{v // 10000:02d}:{v // 100 % 100:02d}:{v % 100:02d}", at + 3
+    if t == T.ENUM:
+        index = int.from_bytes(b[at : at + c.size], "little")
+        if c.enum_values:
+            if index == 0:
+                return "", at + c.size  # the empty string an invalid value became
+            return (c.enum_values[index - 1] if index <= len(c.enum_values) else index), at + c.size
+        return index, at + c.size
+    if t == T.SET:
+        mask = int.from_bytes(b[at : at + c.size], "little")
+        if c.set_values:
+            return ",".join(v for i, v in enumerate(c.set_values) if mask & (1 << i)), at + c.size
+        return mask, at + c.size
+    if t == T.BIT:
+        size = (c.bits + 7) // 8
+        return int.from_bytes(b[at : at + size], "big"), at + size
+    width = value_width(c)
+    if width >= 0:  # pragma: no cover - every fixed type is handled above
+        raise RowsError(f"column type {t} not decoded")
+    length = int.from_bytes(b[at : at - width], "little")
+    start = at - width
+    raw = b[start : start + length]
+    if len(raw) < length:
+        raise RowsError(f"a value of {c.name or c.index} runs past the end of its event")
+    end = start + length
+    if t == T.JSON:  # MySQL's binary JSON: the library's decoder, then text
+        return _mysql_json(raw), end
+    if t == T.GEOMETRY:
+        return bytes(raw), end
+    return decode_text(raw, c.charset), end
+
+
+def _fraction(b: bytes, at: int, fsp: int) -> tuple[int, int]:
+    size = (fsp + 1) // 2
+    if not size:
+        return 0, at
+    v = int.from_bytes(b[at : at + size], "big")
+    return v * (100 ** (3 - size)), at + size
+
+
+def _datetime2(b: bytes, at: int, fsp: int) -> tuple[str, int]:
+    packed = int.from_bytes(b[at : at + 5], "big") - 0x8000000000
+    micro, end = _fraction(b, at + 5, fsp)
+    ym, day = packed >> 22, (packed >> 17) & 31
+    hms = packed & 0x1FFFF
+    text = f"{ym // 13:04d}-{ym % 13:02d}-{day:02d} {hms >> 12:02d}:{(hms >> 6) & 63:02d}:{hms & 63:02d}"
+    return text + (f".{micro:06d}" if micro else ""), end
+
+
+def _time2(b: bytes, at: int, fsp: int) -> tuple[str, int]:
+    """TIME2: the integer part and the fraction are stored as one signed big-endian number
+    offset by 0x800000 << fraction bits; negative times are the two's complement."""
+    size = (fsp + 1) // 2
+    raw = int.from_bytes(b[at : at + 3 + size], "big")
+    offset = 0x800000 << (8 * size)
+    v = raw - offset
+    sign = "-" if v < 0 else ""
+    v = abs(v)
+    frac = v & ((1 << (8 * size)) - 1) if size else 0
+    whole = v >> (8 * size)
+    micro = frac * (100 ** (3 - size)) if size else 0
+    hours, minutes, seconds = whole >> 12, (whole >> 6) & 63, whole & 63
+    text = f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}"
+    return text + (f".{micro:06d}" if micro else ""), at + 3 + size
+
+
+def _epoch_text(seconds: int, micro: int) -> str:
+    """A TIMESTAMP, in UTC (the binlog stores seconds since the epoch; 0 is the zero date)."""
+    if seconds == 0 and micro == 0:
+        return "0000-00-00 00:00:00"
+    days, rest = divmod(seconds, 86400)
+    # Civil date from days since 1970-01-01 (no datetime: years past 9999 never occur here,
+    # but a hostile value must not raise).
+    from_epoch = days + 719468
+    era = from_epoch // 146097
+    doe = from_epoch - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    text = f"{year:04d}-{month:02d}-{day:02d} {rest // 3600:02d}:{rest // 60 % 60:02d}:{rest % 60:02d}"
+    return text + (f".{micro:06d}" if micro else "")
+
+
+def _decimal(raw: bytes, precision: int, scale: int) -> Decimal:
+    """MySQL's packed DECIMAL: groups of 9 digits in 4 bytes (fewer for the leftover
+    digits), big-endian, sign in the top bit (inverted), negatives stored complemented."""
+    if not raw:
+        raise RowsError("empty DECIMAL")
+    negative = not raw[0] & 0x80
+    data = bytearray(raw)
+    data[0] ^= 0x80
+    if negative:
+        data = bytearray(x ^ 0xFF for x in data)
+    whole = precision - scale
+    digits = []
+    at = 0
+    lead = _DIG2BYTES[whole % 9]
+    if lead:
+        digits.append(str(int.from_bytes(data[at : at + lead], "big")))
+        at += lead
+    for _ in range(whole // 9):
+        digits.append(f"{int.from_bytes(data[at : at + 4], 'big'):09d}")
+        at += 4
+    int_part = "".join(digits).lstrip("0") or "0"
+    frac = []
+    for _ in range(scale // 9):
+        frac.append(f"{int.from_bytes(data[at : at + 4], 'big'):09d}")
+        at += 4
+    tail = scale % 9
+    if tail:
+        frac.append(f"{int.from_bytes(data[at : at + _DIG2BYTES[tail]], 'big'):0{tail}d}")
+    text = int_part + ("." + "".join(frac) if scale else "")
+    return Decimal(("-" if negative else "") + text)
+
+
+# MariaDB's latin1 is cp1252 with its five unassigned bytes mapped to the C1 controls of the
+# same number (as ISO-8859-1 does): every byte is a character, round trip exact.
+_CP1252_HOLES = (0x81, 0x8D, 0x8F, 0x90, 0x9D)
+_LATIN1 = {i: bytes([i]).decode("cp1252") for i in range(0x80, 0xA0) if i not in _CP1252_HOLES}
+_CODECS = {
+    "utf8mb4": "utf-8", "utf8mb3": "utf-8", "utf8": "utf-8", "ascii": "ascii", "ucs2": "utf-16-be",
+    "utf16": "utf-16-be", "utf16le": "utf-16-le", "utf32": "utf-32-be", "cp1250": "cp1250",
+    "cp1251": "cp1251", "cp1256": "cp1256", "cp1257": "cp1257", "latin2": "iso8859-2",
+    "latin5": "iso8859-9", "latin7": "iso8859-13", "greek": "iso8859-7", "hebrew": "iso8859-8",
+    "koi8r": "koi8-r", "koi8u": "koi8-u", "sjis": "shift_jis", "cp932": "cp932", "ujis": "euc-jp",
+    "eucjpms": "euc-jp", "gbk": "gbk", "gb2312": "gb2312", "gb18030": "gb18030", "big5": "big5",
+    "euckr": "euc-kr", "tis620": "tis-620", "cp850": "cp850", "cp852": "cp852", "cp866": "cp866",
+}  # fmt: skip
+
+
+def decode_text(raw: bytes, charset: str | None) -> str | bytes:
+    """Text in its column's charset; bytes when binary, unknown or not valid in it."""
+    if charset == "binary":
+        return bytes(raw)
+    if charset == "latin1":
+        return raw.decode("latin-1").translate(_LATIN1)
+    codec = _CODECS.get(charset or "utf8mb4")
+    if codec is None:
+        return bytes(raw)
+    try:
+        return raw.decode(codec)
+    except UnicodeDecodeError:
+        return bytes(raw)
+
+
+def encode_latin1(text: str) -> bytes:
+    """The inverse of MariaDB latin1 decoding (tests and flashback checks)."""
+    back = {v: k for k, v in _LATIN1.items()}
+    return bytes(back.get(ch, ord(ch)) for ch in text)
+
+
+def _mysql_json(raw: bytes) -> str | bytes:
+    try:
+        value = parse_json(raw[0], raw[1:]) if raw else None
+    except Exception:  # hostile or unknown JSON encoding: keep the bytes
+        return bytes(raw)
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, bytes):
+            return v.decode("utf-8", "replace")
+        if isinstance(v, dict):
+            return {plain(k): plain(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [plain(x) for x in v]
+        return v
+
+    return json.dumps(plain(value), ensure_ascii=False, default=str)
+
+
+BINARY_MARKER = "base64"
+
+
+def json_value(value: Value) -> Any:
+    """JSON-safe: numbers stay numbers, DECIMAL becomes its exact text, bytes become
+    {"base64": ...} (the marker tells them from text)."""
+    if isinstance(value, bytes):
+        return {BINARY_MARKER: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, Decimal):
+        return str(value)
+    return value
