@@ -226,7 +226,7 @@ SPECTACULAR_SETTINGS = {
         "ReportStatusEnum": "investigations.models.Report.Status",
         "ReportFormatEnum": "investigations.models.Report.Format",
         "SourceKindEnum": "ingest.models.Source.Kind",
-        "SourceFormatEnum": "ingest.models.Source.Format",
+        "SourceFormatEnum": "ingest.parsers.format_choices",
         "AlertKindEnum": "ingest.models.Alert.Kind",
     },
     "POSTPROCESSING_HOOKS": [

@@ -36,7 +36,9 @@ django.setup()
 from zoneinfo import ZoneInfo
 from ingest.events import EventRecord
 from ingest.normalize import GapFinder, SessionTracker, classify_events
-from ingest.pipeline import PARSERS, FileHints, open_log
+from ingest.parsers import general_log
+from ingest.parsers.records import Hints
+from ingest.pipeline import open_log
 from ingest.rows import RowFormatter
 opened = open_log(__import__("pathlib").Path(sys.argv[1]))
 tracker = SessionTracker("bench", ZoneInfo("UTC"))
@@ -44,7 +46,7 @@ formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
 start = time.process_time()
 batch, n = [], 0
 for item in GapFinder().process(classify_events(tracker.process(
-        PARSERS["general-log"](opened.lines, FileHints(mtime_year=2026))), tracker.routines)):
+        general_log.parse(opened.lines, hints=Hints(mtime_year=2026))), tracker.routines)):
     if isinstance(item, EventRecord):
         batch.append(item)
         if len(batch) == 5000:

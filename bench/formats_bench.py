@@ -36,11 +36,11 @@ Row = tuple  # (time, connection id, user, host, command, sql)
 def events(log: Path) -> list[Row]:
     """The statements and connection events of the real log, attributed."""
     from ingest.normalize import SessionTracker
-    from ingest.parsers.general_log import parse_general_log
+    from ingest.parsers import general_log
 
     rows = []
     with log.open("rb") as f:
-        for e in SessionTracker("bench").process(parse_general_log(f)):
+        for e in SessionTracker("bench").process(general_log.parse(f)):
             if hasattr(e, "command") and e.command in ("Connect", "Query", "Quit") and e.occurred_at:
                 who = (e.user or "root", e.host or "127.0.0.1")
                 rows.append((e.occurred_at, e.connection_id, *who, e.command, e.sql))

@@ -87,11 +87,11 @@ def bare_split(path: Path) -> int:
 
 
 def parser_only(path: Path) -> int:
-    from ingest.parsers.general_log import parse_general_log
+    from ingest.parsers import general_log
 
     n = 0
     with path.open("rb", buffering=1 << 20) as f:
-        for _ in parse_general_log(f):
+        for _ in general_log.parse(f):
             n += 1
     return n
 
@@ -99,22 +99,22 @@ def parser_only(path: Path) -> int:
 def sessions_only(path: Path) -> int:
     """Parser + session tracker, without the classifier: what classification adds is the rest."""
     from ingest.normalize import SessionTracker
-    from ingest.parsers.general_log import parse_general_log
+    from ingest.parsers import general_log
 
     n = 0
     with path.open("rb", buffering=1 << 20) as f:
-        for _ in SessionTracker("bench").process(parse_general_log(f)):
+        for _ in SessionTracker("bench").process(general_log.parse(f)):
             n += 1
     return n
 
 
 def normalize_only(path: Path) -> int:
     from ingest.normalize import SessionTracker, classify_events
-    from ingest.parsers.general_log import parse_general_log
+    from ingest.parsers import general_log
 
     n = 0
     with path.open("rb", buffering=1 << 20) as f:
-        for _ in classify_events(SessionTracker("bench").process(parse_general_log(f))):
+        for _ in classify_events(SessionTracker("bench").process(general_log.parse(f))):
             n += 1
     return n
 

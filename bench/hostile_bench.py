@@ -35,12 +35,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.regex_audit import BODIES  # noqa: E402
 from ingest.normalize import SessionTracker, classify_events  # noqa: E402
-from ingest.parsers.audit_csv import parse_audit_csv  # noqa: E402
-from ingest.parsers.general_log import parse_general_log  # noqa: E402
-from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv  # noqa: E402
-from ingest.parsers.json_audit import parse_json_audit  # noqa: E402
-from ingest.parsers.server_audit import parse_server_audit  # noqa: E402
-from ingest.parsers.xml_audit import parse_xml_audit  # noqa: E402
+from ingest.parsers import by_name  # noqa: E402
+from ingest.parsers.records import Hints  # noqa: E402
 from ingest.sql import classify, clear_cache  # noqa: E402
 
 SQL_HEADS = [
@@ -139,22 +135,17 @@ def log_of(fmt: str, body: str) -> list[bytes]:
     return [line.encode("utf-8", "surrogateescape") for line in lines]
 
 
-# The parsers as ingest.pipeline.PARSERS calls them (imported apart: no Django here).
-PARSERS: dict[str, Callable[[Iterable[bytes]], Iterator[object]]] = {
-    "general-log": parse_general_log,
-    "mariadb-audit": lambda lines: parse_server_audit(lines, year=2024),
-    "mariadb-audit-syslog": lambda lines: parse_server_audit(lines, year=2024),
-    "json-audit": parse_json_audit,
-    "xml-audit": parse_xml_audit,
-    "audit-csv": parse_audit_csv,
-    "general-log-csv": parse_general_log_csv,
-    "general-log-tsv": parse_general_log_tsv,
-}
+# Each sample's parser, from the registry (no Django here); the syslog samples are server_audit's.
+HINTS = Hints(mtime_year=2024)
+
+
+def _parse(fmt: str, lines: Iterable[bytes]) -> Iterator[object]:
+    return by_name(fmt.removesuffix("-syslog")).parse(lines, hints=HINTS)
 
 
 def run_pipeline(fmt: str, lines: list[bytes]) -> list[object]:
     tracker = SessionTracker("bench")
-    items: Iterable[object] = PARSERS[fmt](iter(lines))
+    items: Iterable[object] = _parse(fmt, iter(lines))
     return list(classify_events(tracker.process(items), tracker.routines))  # type: ignore[arg-type]
 
 

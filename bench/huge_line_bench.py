@@ -57,8 +57,8 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
 
     django.setup()
     from ingest.normalize import GapFinder, SessionTracker
-    from ingest.parsers.records import Problem
-    from ingest.pipeline import FileHints, _Lines, tail_messages
+    from ingest.parsers.records import Hints, Problem
+    from ingest.pipeline import _Lines, tail_messages
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.process_time()
@@ -75,7 +75,7 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
             fmt="general-log",
             lines=lines,
             finish=True,
-            hints=FileHints(mtime_year=2024),
+            hints=Hints(mtime_year=2024),
             tracker=tracker,
             gaps=GapFinder(),
             writer=None,

@@ -34,7 +34,9 @@ import formats_bench  # noqa: E402
 
 from ingest.events import EventRecord  # noqa: E402
 from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
-from ingest.pipeline import PARSERS, FileHints, open_log  # noqa: E402
+from ingest.parsers import by_name  # noqa: E402
+from ingest.parsers.records import Hints  # noqa: E402
+from ingest.pipeline import open_log  # noqa: E402
 from ingest.rows import RowFormatter  # noqa: E402
 
 STAGES = ("parse", "+ sessions", "+ classify", "+ format")
@@ -43,7 +45,7 @@ STAGES = ("parse", "+ sessions", "+ classify", "+ format")
 def stage_items(fmt: str, path: Path, stage: int) -> Iterator[object]:
     opened = open_log(path)
     tracker = SessionTracker("bench", ZoneInfo("UTC"))
-    items: Iterator[object] = PARSERS[fmt](opened.lines, FileHints(mtime_year=2026))
+    items: Iterator[object] = by_name(fmt).parse(opened.lines, hints=Hints(mtime_year=2026))
     if stage >= 1:
         items = tracker.process(items)  # type: ignore[arg-type]
     if stage >= 2:

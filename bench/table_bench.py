@@ -46,11 +46,11 @@ def csv_value(text: str) -> str:
 
 def table_file(log: Path) -> tuple[str, int]:
     from ingest.normalize import SessionTracker
-    from ingest.parsers.general_log import parse_general_log
+    from ingest.parsers import general_log
 
     lines = []
     with log.open("rb") as f:
-        for e in SessionTracker("bench").process(parse_general_log(f)):
+        for e in SessionTracker("bench").process(general_log.parse(f)):
             if getattr(e, "occurred_at", None) is None or e.connection_id is None:
                 continue
             who = f"{e.user}[{e.user}] @  [{e.host}]" if e.user else "[] @  []"

@@ -2,7 +2,7 @@
 
 Pure Python (no Django), so every rule here is testable on bytes alone:
 
-    parse_general_log(lines) -> SessionTracker(...).process(items) -> classify_events(events)
+    general_log.parse(lines) -> SessionTracker(...).process(items) -> classify_events(events)
 
 The tracker is the only stateful stage. Its state (the open connections of the
 current server boot) is a plain dict, so a checkpoint can save and restore it.

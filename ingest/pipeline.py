@@ -40,14 +40,9 @@ from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.models import Gap, IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.mysql_table import Puller
 from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classify_events
-from ingest.parsers.audit_csv import parse_audit_csv
+from ingest.parsers import NAMES, by_name, open_parser
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
-from ingest.parsers.general_log import GeneralLogParser, parse_general_log
-from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
-from ingest.parsers.json_audit import parse_json_audit
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
-from ingest.parsers.server_audit import parse_server_audit
-from ingest.parsers.xml_audit import parse_xml_audit
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Hints, Item, Problem
 from ingest.reading import CappedLines, cut_line, read_long_line, uncut
 from ingest.reading import Cut as ReadCut
 from ingest.sources import check_sources_health
@@ -60,32 +55,6 @@ T = TypeVar("T")
 HEAD_HASH_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 
-
-def _server_audit(lines: Iterable[bytes], hints: FileHints) -> Iterator[Item]:
-    # Syslog's BSD time has no year: take the file's (the parser carries it over New Year).
-    return parse_server_audit(lines, year=hints.mtime_year)
-
-
-@dataclass(frozen=True)
-class FileHints:
-    """What a parser may need to know about the file beyond its bytes."""
-
-    mtime_year: int
-    # The time the file before it (of a rotated set) printed last: a general log reopened in the
-    # same second prints no time on its first records (server local time, naive).
-    last_time: datetime | None = None
-
-
-# --format name -> parser of the file's lines, with what else it may need to know.
-PARSERS: dict[str, Callable[[Iterable[bytes], FileHints], Iterator[Item]]] = {
-    "general-log": lambda lines, hints: parse_general_log(lines, last_time=hints.last_time),
-    "mariadb-audit": _server_audit,
-    "json-audit": lambda lines, hints: parse_json_audit(lines),
-    "xml-audit": lambda lines, hints: parse_xml_audit(lines),
-    "audit-csv": lambda lines, hints: parse_audit_csv(lines),
-    "general-log-csv": lambda lines, hints: parse_general_log_csv(lines),
-    "general-log-tsv": lambda lines, hints: parse_general_log_tsv(lines),
-}
 
 Progress = Callable[[IngestRun], None]
 
@@ -328,9 +297,7 @@ def ingest_file(
     excerpts = is_log(opened.head)
     if fmt == "auto":
         fmt = detect_format(opened.head)
-    parser = PARSERS.get(fmt)
-    if parser is None:
-        raise ValueError(f"Format {fmt!r} is not supported yet (supported: {', '.join(PARSERS)}).")
+    parse_lines = by_name(fmt).parse  # ValueError naming the formats there are
     source_file, _ = SourceFile.objects.get_or_create(
         source=source,
         path=str(path.resolve()),
@@ -344,7 +311,7 @@ def ingest_file(
     carried = None
     if tracker.last_time is not None:  # a file before this one of the same set was read
         carried = tracker.last_time.astimezone(ZoneInfo(source.timezone)).replace(tzinfo=None)
-    hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year, last_time=carried)
+    hints = Hints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year, last_time=carried)
     gaps = gap_finder or GapFinder()
 
     def parse() -> Iterator[tuple[object, ...]]:
@@ -352,7 +319,7 @@ def ingest_file(
         ("done", bytes read, content bytes, their SHA-256, the tracker's state)."""
         # Each line bounded (a 1 GiB line, or a .gz bomb): cut lines keep their head, length, hash.
         lines = CappedLines(opened.lines, settings.INGEST_MAX_LINE_BYTES)  # type: ignore[arg-type]
-        records = uncut(parser(lines, hints), lines.cuts)
+        records = uncut(parse_lines(lines, hints=hints), lines.cuts)
         items = gaps.process(classify_events(tracker.process(records), tracker.routines))
         for batch in _batches(items, settings.INGEST_BATCH_SIZE, lambda: opened.reader.bytes_read):
             formatted = writer.formatter.format(batch.events)
@@ -684,29 +651,6 @@ class _Lines:
         self.eof = True
 
 
-# --format name -> parser of the lines of a file read from a given offset and line.
-TAIL_PARSERS: dict[str, Callable[[Iterable[bytes], int, int, FileHints], Iterator[Item]]] = {
-    "mariadb-audit": lambda lines, offset, line, hints: parse_server_audit(
-        lines, start_offset=offset, start_line=line, year=hints.mtime_year
-    ),
-    "json-audit": lambda lines, offset, line, hints: parse_json_audit(
-        lines, start_offset=offset, start_line=line
-    ),
-    "xml-audit": lambda lines, offset, line, hints: parse_xml_audit(
-        lines, start_offset=offset, start_line=line
-    ),
-    "audit-csv": lambda lines, offset, line, hints: parse_audit_csv(
-        lines, start_offset=offset, start_line=line
-    ),
-    "general-log-csv": lambda lines, offset, line, hints: parse_general_log_csv(
-        lines, start_offset=offset, start_line=line
-    ),
-    "general-log-tsv": lambda lines, offset, line, hints: parse_general_log_tsv(
-        lines, start_offset=offset, start_line=line
-    ),
-}
-
-
 def _resume_dict(offset: int, line: int, last_time: datetime | None = None) -> dict[str, object]:
     return {"offset": offset, "line": line, "last_time": last_time.isoformat() if last_time else None}
 
@@ -721,12 +665,11 @@ def tail_messages(
     fmt: str,
     lines: _Lines,
     finish: bool,
-    hints: FileHints,
+    hints: Hints,
     tracker: SessionTracker,
     gaps: GapFinder,
     writer: EventWriter | None,
     batch_size: int,
-    last_time: datetime | None = None,
     cut_bytes: int | None = None,
     file_id: int | None = None,
     settled: bool = False,
@@ -762,21 +705,18 @@ def tail_messages(
     """
     start_line = lines.line
     tracker.file = file_id
+    # `hints.last_time`: the time carried into the resume point (general log).
+    parser = open_parser(by_name(fmt), start_offset=lines.offset, start_line=start_line, hints=hints)
+
+    def parsed() -> Iterator[Item]:
+        yield from parser.feed(lines)
+        if finish or (settled and not lines.held):  # else a pending last item is read again later
+            yield from parser.finish()
+
+    items: Iterator[Item] = parsed()
     # Where the parser would resume before its next item, as it tells it (a cheap tuple: the
-    # resume point is made of it only where a cut is made).
-    resume_point: Callable[[], tuple[int, int, datetime | None]] | None = None
-    if fmt == "general-log":
-        parser = GeneralLogParser(start_offset=lines.offset, start_line=start_line, last_time=last_time)
-
-        def general() -> Iterator[Item]:
-            yield from parser.feed(lines)
-            if finish or (settled and not lines.held):
-                yield from parser.finish()
-
-        items: Iterator[Item] = general()
-        resume_point = parser.resume_point
-    else:
-        items = TAIL_PARSERS[fmt](lines, lines.offset, start_line, hints)
+    # resume point is made of it only where a cut is made); None when it cannot tell.
+    resume_point = parser.resume_point
 
     # Lines too long to hand over are cut (_Lines): the parser counts only what it was handed.
     # uncut gives its items the file's offsets back, says each cut, and may hold a Problem
@@ -788,7 +728,7 @@ def tail_messages(
 
     def pointed(source: Iterator[Item]) -> Iterator[Item]:
         while True:
-            last_point[0] = resume_point() if resume_point else None
+            last_point[0] = resume_point()
             try:
                 item = next(source)
             except StopIteration:
@@ -934,7 +874,8 @@ def tail_messages(
             yield send(cuts.pop(0), False)
     if finish:
         # (The general log's carried time goes with it: the next file may print none at first.)
-        end = file_point(resume_point()) if resume_point else (lines.offset, lines.line, None)
+        point = resume_point()
+        end = file_point(point) if point else (lines.offset, lines.line, None)
         yield send(cut(_resume_dict(*end)), True)
     else:
         assert final is not None
@@ -1218,10 +1159,8 @@ def followed_format(source: Source, head: bytes) -> str:
             "Cannot tell the format of this file from its first bytes: it is no log AuditWeb knows "
             "(name the source's format if it is one)."
         ) from None
-    if fmt != "general-log" and fmt not in TAIL_PARSERS:
-        raise ValueError(
-            f"Format {fmt!r} cannot be followed (supported: general-log, {', '.join(TAIL_PARSERS)})."
-        )
+    if fmt not in NAMES:
+        raise ValueError(f"Format {fmt!r} cannot be followed (supported: {', '.join(NAMES)}).")
     return fmt
 
 
@@ -1265,7 +1204,7 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     hasher = FileHasher(known.hash_state, known.hashed_bytes, _ContentReader(c, f))
     lines = _Lines(f, offset, line, limit, partial_ok=read.finish)  # type: ignore[arg-type]
-    hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
+    hints = Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=last_time)
 
     def produce() -> Iterator[tuple[object, ...]]:
         return tail_messages(
@@ -1277,7 +1216,6 @@ def _read_file(source: Source, run: IngestRun, read: object, done_before: int) -
             gaps=gaps,
             writer=writer,
             batch_size=settings.INGEST_BATCH_SIZE,
-            last_time=last_time,
             file_id=known.pk,
             settled=read.quiet,
             continues=(known.resume or {}).get("settled"),

@@ -46,9 +46,10 @@ from ingest.checkpoints import (
 )
 from ingest.events import FlagCorrection
 from ingest.models import Chunk, IngestRun, ParseProblem, Source, SourceFile, Split
+from ingest.parsers import by_name, waits_for_next_line
+from ingest.parsers.records import Hints
 from ingest.pipeline import (
     EventWriter,
-    FileHints,
     _Lines,
     _resume_dict,
     followed_format,
@@ -148,12 +149,11 @@ def _scan(
             fmt=followed_format(source, c.head),
             lines=lines,
             finish=read.finish,
-            hints=FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year),
+            hints=Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=last_time),
             tracker=tracker,
             gaps=gaps,
             writer=None,
             batch_size=SCAN_ALL,
-            last_time=last_time,
             cut_bytes=None if c.compressed else settings.INGEST_CHUNK_BYTES,
             file_id=file_id,
         ):
@@ -211,13 +211,13 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
         return False
     fmt = followed_format(source, c.head)
     limit = chunk.end_offset - offset
-    if fmt == "general-log" and not chunk.finish:
-        # A general-log record ends where the next begins: let the parser see that next line.
+    if waits_for_next_line(by_name(fmt)) and not chunk.finish:
+        # Its record ends where the next begins (the general log): let the parser see that next line.
         limit += _line_length_at(c, chunk.end_offset)
     tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     lines = _Lines(f, offset, line, limit, partial_ok=chunk.finish)  # type: ignore[arg-type]
-    hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
+    hints = Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=last_time)
 
     def produce() -> Iterator[tuple[object, ...]]:
         return tail_messages(
@@ -229,7 +229,6 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
             gaps=gaps,
             writer=writer,
             batch_size=settings.INGEST_BATCH_SIZE,
-            last_time=last_time,
             file_id=known.pk,
         )
 

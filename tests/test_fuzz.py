@@ -7,7 +7,6 @@ and the XML envelope aside, which are no data)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,14 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ingest.normalize import SessionTracker, classify_events
-from ingest.parsers import xml_audit
-from ingest.parsers.audit_csv import parse_audit_csv
-from ingest.parsers.general_log import parse_general_log
-from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
-from ingest.parsers.json_audit import parse_json_audit
-from ingest.parsers.records import LogRecord, Problem, ServerStart
-from ingest.parsers.server_audit import parse_server_audit
-from ingest.parsers.xml_audit import parse_xml_audit
+from ingest.parsers import NAMES, by_name, xml_audit
+from ingest.parsers.records import Hints, LogRecord, Problem, ServerStart
 from ingest.sql import classify
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -75,15 +68,7 @@ SAMPLES: dict[str, list[bytes]] = {
     ],
 }
 
-PARSERS: dict[str, Callable[[Iterable[bytes]], Iterator[object]]] = {
-    "general-log": parse_general_log,
-    "mariadb-audit": lambda lines: parse_server_audit(lines, year=2024),
-    "general-log-csv": parse_general_log_csv,
-    "general-log-tsv": parse_general_log_tsv,
-    "json-audit": parse_json_audit,
-    "xml-audit": parse_xml_audit,
-    "audit-csv": parse_audit_csv,
-}
+HINTS = Hints(mtime_year=2024)  # syslog's BSD time takes the year from the file
 
 # What a hostile log writer puts in: quotes, escapes, comment openers, a NUL, line ends,
 # digits past 2^63, the banner's words, structure of the other formats.
@@ -124,7 +109,7 @@ def _no_data(line: bytes) -> bool:
 
 def check(fmt: str, data: bytes) -> None:
     tracker = SessionTracker("fuzz")
-    items = list(PARSERS[fmt](lines_of(data)))
+    items = list(by_name(fmt).parse(lines_of(data), hints=HINTS))
     list(classify_events(tracker.process(iter(items)), tracker.routines))  # type: ignore[arg-type]
     spans = sorted(
         (i.offset, i.offset + len(i.raw)) for i in items if isinstance(i, (LogRecord, ServerStart))
@@ -151,7 +136,7 @@ FUZZ = settings(
 )
 
 
-@pytest.mark.parametrize("fmt", sorted(PARSERS))
+@pytest.mark.parametrize("fmt", sorted(NAMES))
 def test_every_parser_survives_mutated_samples(fmt: str) -> None:
     @FUZZ
     @given(mutated(fmt))
@@ -161,7 +146,7 @@ def test_every_parser_survives_mutated_samples(fmt: str) -> None:
     run()
 
 
-@pytest.mark.parametrize("fmt", sorted(PARSERS))
+@pytest.mark.parametrize("fmt", sorted(NAMES))
 def test_every_sample_is_accounted_for_as_it_is(fmt: str) -> None:
     for sample in SAMPLES[fmt]:
         check(fmt, sample)

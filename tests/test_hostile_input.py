@@ -141,8 +141,8 @@ def test_a_huge_line_in_a_small_gz_is_cut_and_the_rest_goes_on(tmp_path, setting
 
 def test_a_forbidden_character_reference_is_a_problem_not_a_crash() -> None:
     """Found by tests/test_fuzz.py: `&#0;` in an attribute raised ValueError out of the parser."""
+    from ingest.parsers import xml_audit
     from ingest.parsers.records import LogRecord, Problem
-    from ingest.parsers.xml_audit import parse_xml_audit
 
     lines = [
         b"<AUDIT>\n",
@@ -150,6 +150,6 @@ def test_a_forbidden_character_reference_is_a_problem_not_a_crash() -> None:
         b'<AUDIT_RECORD NAME="Query" CONNECTION_ID="3" SQLTEXT="DELETE FROM t"/>\n',
         b"</AUDIT>\n",
     ]
-    items = list(parse_xml_audit(lines))
+    items = list(xml_audit.parse(lines))
     assert [type(i) for i in items] == [Problem, LogRecord]
     assert items[1].argument == b"DELETE FROM t"

@@ -25,11 +25,21 @@ import csv
 from collections.abc import Iterable, Iterator
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
+from ingest.parsers.digits import CLOCK, fraction
+from ingest.parsers.records import (
+    NO_HINTS,
+    PROBLEM_EXCERPT_BYTES,
+    Hints,
+    Item,
+    LogRecord,
+    Problem,
+    checked_integers,
+)
 
-__all__ = ["FORMAT", "parse_audit_csv", "recognise"]
+__all__ = ["LABEL", "NAME", "parse", "recognise", "time_digits"]
 
-FORMAT = "audit-csv"
+NAME = "audit-csv"
+LABEL = "Percona audit_log CSV"
 
 _STATEMENT = ("NAME", "RECORD", "TIMESTAMP", "COMMAND_CLASS", "CONNECTION_ID", "STATUS", "SQLTEXT",
               "USER", "HOST", "OS_USER", "IP", "DB")  # fmt: skip
@@ -123,7 +133,9 @@ def _record(fields: list[str], raw: bytes, offset: int, line: int) -> Item:
 _USED = {"NAME", "TIMESTAMP", "CONNECTION_ID", "STATUS", "SQLTEXT", "USER", "HOST", "IP", "DB"}
 
 
-def parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
+def parse(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
+) -> Iterator[Item]:
     """See `_parse_audit_csv`; integers a bigint cannot hold become problems of their record."""
     return checked_integers(_parse_audit_csv(lines, start_offset=start_offset, start_line=start_line))
 
@@ -143,3 +155,8 @@ def _parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_lin
                 yield _record(fields, raw[lead:].rstrip(b"\r\n"), offset + lead, number)
         offset += len(raw)
         number += 1
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of the record's TIMESTAMP, the first time of day on its line."""
+    return fraction(CLOCK.search(head, 0, 200))

@@ -64,11 +64,35 @@ import ipaddress
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, cast
 
-from ingest.parsers.records import BIGINT_MAX, PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
+from ingest.parsers.digits import ISO, fraction
+from ingest.parsers.records import (
+    BIGINT_MAX,
+    NO_HINTS,
+    PROBLEM_EXCERPT_BYTES,
+    Hints,
+    Item,
+    LogRecord,
+    Problem,
+    ResumePoint,
+    ServerStart,
+)
 
-__all__ = ["COMMANDS", "GeneralLogParser", "ResumePoint", "parse_connect", "parse_general_log"]
+__all__ = [
+    "COMMANDS",
+    "LABEL",
+    "NAME",
+    "GeneralLogParser",
+    "parse",
+    "parse_connect",
+    "recognise",
+    "resumable",
+    "time_digits",
+]
+
+NAME = "general-log"
+LABEL = "General query log"
 
 # Every command name the servers print (MySQL `command_name[]` / MariaDB `command_name[]`
 # in sql_parse.cc), most frequent first: the regex tries them in this order. A name that
@@ -299,19 +323,16 @@ def _old_time(stamp: bytes) -> datetime:
     return datetime(2000 + yy if yy < 70 else 1900 + yy, mo, dd, int(h), int(mi), int(s))
 
 
-class ResumePoint(NamedTuple):
-    """Where a new parser starts so that it yields exactly what this one has not yet."""
-
-    offset: int  # byte offset of the first line to feed it
-    line: int  # that line's 1-based number
-    last_time: datetime | None  # time carried forward from before that line (old layout)
-
-
 # What is pending while the parser waits to know whether the next line continues it.
 _NOTHING, _RECORD, _BANNER_PENDING, _GARBAGE = 0, 1, 2, 3
 # Connection ids parsed so far (bytes -> int): a log repeats a few thousand ids millions
 # of times, and a dict hit is cheaper than int(). Emptied when it grows past this.
 _ID_CACHE_MAX = 65536
+# A pending record: the arguments of _record(). A pending banner or run of garbage is a list
+# (see _other), mutable because lines are added to it.
+_Pending = tuple[
+    int, int, datetime | None, int | None, str, bytes, int, dict[str, str] | None, list[bytes] | None
+]
 
 
 class GeneralLogParser:
@@ -335,7 +356,7 @@ class GeneralLogParser:
         self._kind = _NOTHING
         # The pending item: a record as the arguments of _record(), or a banner or a run
         # of garbage as the list _other() takes.
-        self._pending: tuple | list | None = None  # type: ignore[type-arg]
+        self._pending: _Pending | list[Any] | None = None
         self._ids: dict[bytes, int] = {}
         # Where everything not yet yielded starts: (offset, line, last_time). A plain
         # tuple, stored before every yield; resume_point() names its fields.
@@ -363,17 +384,18 @@ class GeneralLogParser:
         cur_time, time_key = self._time, self._time_key
         kind = self._kind
         # The pending record, unpacked: most items are records.
-        p_off = p_line = p_cid = p_arg = 0
+        p_off = p_line = p_arg = 0
+        p_cid: int | None = 0
         p_time: datetime | None = None
         p_cmd = ""
         p_raw = b""
         p_extra: dict[str, str] | None = None
         p_more: list[bytes] | None = None
-        other: list = []  # type: ignore[type-arg]  # the pending banner or garbage
-        if kind == _RECORD:
-            p_off, p_line, p_time, p_cid, p_cmd, p_raw, p_arg, p_extra, p_more = self._pending  # type: ignore[misc]
+        other: list[Any] = []  # the pending banner or garbage
+        if kind == _RECORD:  # the kind says which of the two is pending
+            p_off, p_line, p_time, p_cid, p_cmd, p_raw, p_arg, p_extra, p_more = cast(_Pending, self._pending)
         elif kind != _NOTHING:
-            other = self._pending  # type: ignore[assignment]
+            other = cast(list[Any], self._pending)
         p_before = self._resume[2]  # the carried time before the pending item
         try:
             for raw in lines:
@@ -430,14 +452,14 @@ class GeneralLogParser:
                             item = _other(kind, other)
                         kind, p_off, p_line, p_time, p_before = _RECORD, here, here_line, cur_time, before
                         p_raw, p_extra, p_more, p_arg = raw, extra, None, m.end()
-                        p_cid = ids.get(cid)  # type: ignore[assignment]
+                        p_cid = ids.get(cid)
                         if p_cid is None:
                             if len(ids) > _ID_CACHE_MAX:
                                 ids.clear()
                             p_cid = ids[cid] = int(cid)
                             if p_cid > BIGINT_MAX:  # 20 digits: a problem of this record only
                                 del ids[cid]
-                                p_cid = None  # type: ignore[assignment]
+                                p_cid = None
                                 p_extra = {**(p_extra or {}), "connection_id": cid.decode()}
                                 invalid = _too_big(invalid, raw, cid)
                         p_cmd = names.get(command) or command.decode()
@@ -527,17 +549,17 @@ class GeneralLogParser:
         kind, pending = self._kind, self._pending
         self._kind, self._pending = _NOTHING, None
         self._resume = (self._offset, self._line, self._time)
-        if kind == _RECORD:
-            yield _record(*pending)  # type: ignore[misc]
+        if kind == _RECORD:  # the kind says which of the two is pending
+            yield _record(*cast(_Pending, pending))
         elif kind != _NOTHING:
-            yield _other(kind, pending)  # type: ignore[arg-type]
+            yield _other(kind, cast(list[Any], pending))
 
 
 def _record(
     offset: int,
     line: int,
     when: datetime | None,
-    cid: int,
+    cid: int | None,
     command: str,
     raw: bytes,
     arg_start: int,
@@ -559,7 +581,7 @@ def _record(
     return record
 
 
-def _other(kind: int, pending: list) -> ServerStart | Problem:  # type: ignore[type-arg]
+def _other(kind: int, pending: list[Any]) -> ServerStart | Problem:
     """The banner, or the Problem for a run of garbage lines, that `pending` holds."""
     if kind == _BANNER_PENDING:
         offset, line, version, lines = pending
@@ -576,7 +598,7 @@ def _other(kind: int, pending: list) -> ServerStart | Problem:  # type: ignore[t
     )
 
 
-def _add_garbage(pending: list, raw: bytes) -> None:  # type: ignore[type-arg]
+def _add_garbage(pending: list[Any], raw: bytes) -> None:
     """Count a line into a run of garbage, keeping a bounded excerpt (a log may be any file)."""
     if len(pending[2]) < PROBLEM_EXCERPT_BYTES:
         pending[2] += raw[: PROBLEM_EXCERPT_BYTES - len(pending[2])]
@@ -584,7 +606,7 @@ def _add_garbage(pending: list, raw: bytes) -> None:  # type: ignore[type-arg]
     pending[4] += len(raw)
 
 
-def _end_of(kind: int, pending: list) -> tuple[int, int]:  # type: ignore[type-arg]
+def _end_of(kind: int, pending: list[Any]) -> tuple[int, int]:
     """Offset and number of the line after a pending banner or run of garbage."""
     if kind == _BANNER_PENDING:
         return pending[0] + sum(map(len, pending[3])), pending[1] + len(pending[3])
@@ -612,10 +634,48 @@ def _too_big(problem: Problem | None, raw: bytes, cid: bytes) -> Problem:
     return problem
 
 
-def parse_general_log(
-    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, last_time: datetime | None = None
+def resumable(*, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS) -> GeneralLogParser:
+    """A parser that says its resume point: a record ends only where the next one begins."""
+    return GeneralLogParser(start_offset=start_offset, start_line=start_line, last_time=hints.last_time)
+
+
+def parse(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record, banner and problem of a general log, in order. See the module docstring."""
-    parser = GeneralLogParser(start_offset=start_offset, start_line=start_line, last_time=last_time)
+    """Every record, banner and problem of a general log, in order. See the module docstring.
+
+    `hints.last_time`: the time the log printed last before these lines (the file before it
+    of a rotated set), carried by records that print none."""
+    parser = resumable(start_offset=start_offset, start_line=start_line, hints=hints)
     yield from parser.feed(lines)
     yield from parser.finish()
+
+
+# -- recognising the format, and the precision of its times ----------------------------------
+
+_HEAD = re.compile(
+    rb"""
+    (?:^|\n)
+    (?:
+        [^\n]*,\x20Version:\x20[^\n]*started\x20with:    # server start banner
+      | Time\s+Id\s+Command\s+Argument                   # its column header line
+      | \d{6}\s+\d{1,2}:\d{2}:\d{2}\s+\d+\s+[A-Z][a-z]   # 5.0-5.6 / MariaDB: 100211  0:55:24   7 Query
+      | \d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})\s+\d+\s+[A-Z][a-z]  # 5.7+
+      | \t\t\s*\d+\s+(?:Connect|Query|Quit|Init\x20DB|Execute|Prepare)\b  # tab-indented, no time
+    )
+    """,
+    re.VERBOSE,
+)
+
+
+def recognise(head: bytes) -> bool:
+    """Whether the first KiB of a file holds a line only a general log writes (the loosest test)."""
+    return _HEAD.search(head) is not None
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of a record's time: 5.7+/8.x print an ISO time on every line
+    (with the fraction the server chose); 5.0-5.6 and MariaDB print `260105  8:48:22`, or no
+    time at all on a line in the same second (whole seconds either way)."""
+    found = ISO.match(head)
+    return fraction(found) if found else 0

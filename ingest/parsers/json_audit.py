@@ -56,11 +56,21 @@ from typing import Any
 import orjson
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
+from ingest.parsers.digits import EPOCH_DIGITS, clock_in
+from ingest.parsers.records import (
+    NO_HINTS,
+    PROBLEM_EXCERPT_BYTES,
+    Hints,
+    Item,
+    LogRecord,
+    Problem,
+    checked_integers,
+)
 
-__all__ = ["FORMAT", "MAX_OBJECT_BYTES", "parse_json_audit", "recognise"]
+__all__ = ["LABEL", "MAX_OBJECT_BYTES", "NAME", "parse", "recognise", "time_digits"]
 
-FORMAT = "json-audit"
+NAME = "json-audit"
+LABEL = "JSON audit log (McAfee/Trellix, Percona, MySQL Enterprise)"
 MAX_OBJECT_BYTES = 16 << 20
 
 # The bytes the scanner stops at: quotes and backslashes (strings), and nesting.
@@ -539,12 +549,18 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         _keep(extra, v.get("startup_data"), _SERVER_FIELDS)
         _keep(extra, v.get("shutdown_data"), _SERVER_FIELDS)
     _keep(extra, v.get("query_statistics"), _STATISTICS)
-    given = (login.get("user"), account.get("user"), account.get("host"), login.get("ip"))
-    given += (login.get("os"), login.get("proxy"))
+    people = (
+        login.get("user"),
+        account.get("user"),
+        account.get("host"),
+        login.get("ip"),
+        login.get("os"),
+        login.get("proxy"),
+    )
     try:
-        user, host, ip, known = _enterprise_people(given)
+        user, host, ip, known = _enterprise_people(people)
     except TypeError:  # a list or an object where text belongs: unhashable, read it uncached
-        user, host, ip, known = _enterprise_people.__wrapped__(given)
+        user, host, ip, known = _enterprise_people.__wrapped__(people)
     extra.update(known)
     stamp = _text(v.get("timestamp"))
     when = _enterprise_time(stamp) if stamp else None
@@ -572,8 +588,24 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
     )
 
 
-def parse_json_audit(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
+def parse(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
+) -> Iterator[Item]:
     """Every record and problem of a JSON audit log, in order. See the module docstring."""
     scanner = _Scanner(start_offset, start_line)
     yield from checked_integers(scanner.feed(lines))
     yield from checked_integers(scanner.finish())
+
+
+_MILLIS = re.compile(rb'"date"\s*:\s*"?(\d{10,16})\b')  # McAfee/Trellix: epoch milliseconds
+_STAMP = re.compile(rb'"timestamp"\s*:\s*"([^"]{1,64})"')  # Percona, MySQL Enterprise
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of a record's time: McAfee's epoch number by its length, else
+    the fraction of its `timestamp` value (None when the head shows neither)."""
+    millis = _MILLIS.search(head)
+    if millis:
+        return EPOCH_DIGITS.get(len(millis.group(1)))
+    stamp = _STAMP.search(head)
+    return clock_in(stamp.group(1)) if stamp else None

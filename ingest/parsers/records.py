@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple, Protocol
 
 # Longest excerpt of a bad record we keep in a Problem: enough to recognise it,
 # bounded because a log line can be arbitrarily long (hostile input).
@@ -69,6 +70,51 @@ class Problem:
 
 
 Item = LogRecord | ServerStart | Problem
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """What a parser may need to know about a file beyond its bytes (each format takes what it needs)."""
+
+    # The year of the file's modification time: syslog's BSD time prints none (server_audit).
+    mtime_year: int | None = None
+    # The time the file before it (of a rotated set), or the read before this one, printed last:
+    # a general log reopened in the same second prints no time on its first records (server
+    # local time, naive).
+    last_time: datetime | None = None
+
+
+NO_HINTS = Hints()
+
+
+class ResumePoint(NamedTuple):
+    """Where a new parser starts so that it yields exactly what this one has not yet."""
+
+    offset: int  # byte offset of the first line to feed it
+    line: int  # that line's 1-based number
+    last_time: datetime | None  # time carried forward from before that line (general log's old layout)
+
+
+class Resumable(Protocol):
+    """A parser that can say where to start again before the item it has not yet yielded.
+
+    A format whose records end only where the next one begins (the general log) offers one
+    (its module's `resumable()`), so that a read which stops where the bytes end for now
+    leaves the pending record to the next read, and resumes with the state it needs.
+    """
+
+    def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
+        """Every item these lines complete; the last one may stay pending."""
+        ...
+
+    def finish(self) -> Iterator[Item]:
+        """The item still pending at the end of the input."""
+        ...
+
+    def resume_point(self) -> ResumePoint | None:
+        """Where a new parser starts to yield exactly what this one has not (None: it cannot tell)."""
+        ...
+
 
 # What a PostgreSQL bigint column (connection_id, rows_affected, ...) holds. A log may
 # print any digits (a 20-digit thread id, a McAfee `rows` above 2^63): such a value is a

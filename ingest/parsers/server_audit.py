@@ -116,12 +116,23 @@ import ipaddress
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
+from typing import Any
 
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
+from ingest.parsers.digits import CLOCK, fraction
+from ingest.parsers.records import (
+    NO_HINTS,
+    PROBLEM_EXCERPT_BYTES,
+    Hints,
+    Item,
+    LogRecord,
+    Problem,
+    checked_integers,
+)
 
-__all__ = ["FORMAT", "parse_server_audit", "recognise"]
+__all__ = ["LABEL", "NAME", "parse", "recognise", "time_digits"]
 
-FORMAT = "mariadb-audit"
+NAME = "mariadb-audit"
+LABEL = "MariaDB server_audit"
 
 # -- the record line ------------------------------------------------------------------
 
@@ -329,8 +340,8 @@ class _Times:
                     self._value = datetime(
                         int(d[:4]), int(d[4:6]), int(d[6:8]), int(t[:2]), int(t[3:5]), int(t[6:8])
                     )
-                else:
-                    self._value = datetime.fromisoformat(iso.decode())  # type: ignore[union-attr]
+                elif iso is not None:
+                    self._value = datetime.fromisoformat(iso.decode())
             except ValueError as e:
                 self._error = str(e)
         if self._value is None:
@@ -350,12 +361,15 @@ class _Times:
         return datetime(self.year, month, int(bsd[4:6]), int(bsd[7:9]), int(bsd[10:12]), int(bsd[13:15]))
 
 
-def parse_server_audit(
-    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, year: int | None = None
+def parse(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """See `_parse_server_audit`; integers a bigint cannot hold become problems of their record."""
+    """See `_parse_server_audit`; integers a bigint cannot hold become problems of their record.
+
+    `hints.mtime_year`: syslog's BSD time has no year, so it takes the file's (carried over New
+    Year); without it such a record's time is unknown."""
     return checked_integers(
-        _parse_server_audit(lines, start_offset=start_offset, start_line=start_line, year=year)
+        _parse_server_audit(lines, start_offset=start_offset, start_line=start_line, year=hints.mtime_year)
     )
 
 
@@ -375,7 +389,7 @@ def _parse_server_audit(
     times = _Times(year)
     hosts = _Hosts()
     offset, lineno = start_offset, start_line
-    garbage: list = []  # type: ignore[type-arg]  # [offset, line, excerpt, lines, bytes] of the run
+    garbage: list[Any] = []  # [offset, line, excerpt, lines, bytes] of the run
     pending: _PendingQuery | None = None
     for raw in lines:
         if not raw:
@@ -435,6 +449,14 @@ class _Header:
         "user",
         "when",
     )
+    # Set by _fields, from the record's own fields (the slots above hold them).
+    serverhost: bytes
+    user: bytes
+    host: bytes
+    op: bytes
+    cid: int
+    qid: bytes
+    rest: int  # where the text after the operation starts
 
     def __init__(self) -> None:
         self.when: datetime | None = None
@@ -518,7 +540,8 @@ def _rfc5424(raw: bytes, m: re.Match[bytes], pri: bytes, times: _Times) -> _Head
     pos = end + 1
     if raw.startswith(_BOM, pos):
         pos += len(_BOM)
-    h = _message(raw, _SPACES.match(raw, pos).end(), times)  # type: ignore[union-attr]
+    spaces = _SPACES.match(raw, pos)  # it matches everywhere, if only the empty string
+    h = _message(raw, spaces.end() if spaces else pos, times)
     if h is None:
         return None
     _priority(h, pri)
@@ -761,7 +784,7 @@ def _items(offset: int, line: int, raw: bytes, h: _Header, hosts: _Hosts) -> Ite
     if h.note is not None:
         notes.insert(0, h.note)
     if h.time_error is not None:
-        extra["invalid_time"] = h.time_text  # type: ignore[assignment]
+        extra["invalid_time"] = h.time_text or ""  # set together with time_error
         notes.insert(
             0, f"invalid time {h.time_text!r} ({h.time_error}): the record is kept with an unknown time"
         )
@@ -787,7 +810,7 @@ def _items(offset: int, line: int, raw: bytes, h: _Header, hosts: _Hosts) -> Ite
         yield Problem(line=line, offset=offset, raw=raw[:PROBLEM_EXCERPT_BYTES], reason=note)
 
 
-def _add_garbage(pending: list, raw: bytes) -> None:  # type: ignore[type-arg]
+def _add_garbage(pending: list[Any], raw: bytes) -> None:
     """Count a line into a run of garbage, keeping a bounded excerpt."""
     if len(pending[2]) < PROBLEM_EXCERPT_BYTES:
         pending[2] += raw[: PROBLEM_EXCERPT_BYTES - len(pending[2])]
@@ -795,7 +818,7 @@ def _add_garbage(pending: list, raw: bytes) -> None:  # type: ignore[type-arg]
     pending[4] += len(raw)
 
 
-def _garbage_problem(pending: list) -> Problem:  # type: ignore[type-arg]
+def _garbage_problem(pending: list[Any]) -> Problem:
     offset, line, excerpt, count, size = pending
     lines_text = f"{count} line{'s' if count > 1 else ''}"
     cut = f" (the first {PROBLEM_EXCERPT_BYTES} kept here)" if size > PROBLEM_EXCERPT_BYTES else ""
@@ -831,3 +854,9 @@ def recognise(head: bytes) -> bool:
         if h is not None and _KNOWN_OPERATION.fullmatch(h.op):
             return True
     return False
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of a record's time (`20260105 08:48:22`, an ISO time with its
+    fraction, or a syslog header's time), looked for near the line's start."""
+    return fraction(CLOCK.search(head, 0, 80))

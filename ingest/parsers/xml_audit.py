@@ -44,11 +44,21 @@ from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, checked_integers
+from ingest.parsers.digits import clock_in
+from ingest.parsers.records import (
+    NO_HINTS,
+    PROBLEM_EXCERPT_BYTES,
+    Hints,
+    Item,
+    LogRecord,
+    Problem,
+    checked_integers,
+)
 
-__all__ = ["FORMAT", "MAX_RECORD_BYTES", "parse_xml_audit", "recognise"]
+__all__ = ["LABEL", "MAX_RECORD_BYTES", "NAME", "parse", "recognise", "time_digits"]
 
-FORMAT = "xml-audit"
+NAME = "xml-audit"
+LABEL = "XML audit log (Percona, MySQL Enterprise)"
 MAX_RECORD_BYTES = 16 << 20
 
 _OPEN = b"<AUDIT_RECORD"
@@ -395,8 +405,19 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     )
 
 
-def parse_xml_audit(lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1) -> Iterator[Item]:
+def parse(
+    lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
+) -> Iterator[Item]:
     """Every record and problem of an XML audit log, in order. See the module docstring."""
     scanner = _Scanner(start_offset, start_line)
     yield from checked_integers(scanner.feed(lines))
     yield from checked_integers(scanner.finish())
+
+
+_STAMP = re.compile(rb'TIMESTAMP\s*(?:=\s*"|>)([^"<]{1,64})')  # an attribute or an element
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of the record's TIMESTAMP (None when the head shows none)."""
+    stamp = _STAMP.search(head)
+    return clock_in(stamp.group(1)) if stamp else None

@@ -15,7 +15,8 @@ from pathlib import PurePath
 from django.db import connection
 from django.db.models import Count, F, Func, Q, Sum
 
-from ingest.models import Event, Gap, Source
+from ingest.models import Event, Gap
+from ingest.parsers import format_choices
 from investigations.attribution import EXPLAINED
 from investigations.custody import ChainHeads, chain_heads
 from investigations.models import Case, Evidence
@@ -176,7 +177,7 @@ def _tables(events) -> tuple[list[Counted], int]:  # type: ignore[no-untyped-def
 def _rows_unrecorded(events) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
     """Pinned statements whose log does not record the rows they changed, per log format (or per
     file, for a source whose format was detected file by file)."""
-    formats = dict(Source.Format.choices)
+    formats = dict(format_choices())
     rows = (
         events.filter(rows_affected__isnull=True, command__in=["Query", "Execute"])
         .values("source_file__source__format", "source_file__path")

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from ingest.mysql_table import Puller
-from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
+from ingest.parsers import general_log_csv, general_log_tsv
 from ingest.parsers.records import LogRecord
 
 pytestmark = pytest.mark.mariadb
@@ -162,8 +162,8 @@ def test_live_csv_and_tsv_give_the_same_events(live: Live) -> None:
     pulled = [key(r) for r in Puller(conn, live.watermark()).records()]
     conn.close()
     naive_start = live.start.replace(tzinfo=None)
-    from_csv = [key(r, live.shift) for r in parse_general_log_csv(io.BytesIO(live.csv))]
-    from_tsv = [key(r) for r in parse_general_log_tsv(io.BytesIO(live.tsv))]
+    from_csv = [key(r, live.shift) for r in general_log_csv.parse(io.BytesIO(live.csv))]
+    from_tsv = [key(r) for r in general_log_tsv.parse(io.BytesIO(live.tsv))]
     assert len([k for k in pulled if k[0] in ("tl_alice", "tl_bob")]) == 13
     assert [k for k in from_csv if k[2] >= naive_start] == pulled
     assert [k for k in from_tsv if k[2] >= naive_start] == pulled

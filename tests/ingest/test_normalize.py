@@ -172,9 +172,9 @@ def test_ids_starting_over_without_a_banner_start_a_new_boot() -> None:
         b"20260105 09:05:00,db1,carl,h,5,1,CONNECT,shop,,0\n"  # after a restart
         b"20260105 09:05:01,db1,carl,h,500,2,QUERY,shop,'DELETE FROM orders',0\n"  # a new 500
     )
-    from ingest.parsers.server_audit import parse_server_audit
+    from ingest.parsers import server_audit
 
-    events = [e for e in SessionTracker("db1").process(parse_server_audit(log.splitlines(keepends=True)))]
+    events = [e for e in SessionTracker("db1").process(server_audit.parse(log.splitlines(keepends=True)))]
     boots = [e.session.boot for e in events]
     assert boots[0] == boots[1] == boots[2] != boots[3]
     assert events[3].session.boot == events[4].session.boot

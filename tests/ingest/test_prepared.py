@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ingest.events import EventRecord
 from ingest.normalize import SessionTracker, classify_events
-from ingest.parsers.server_audit import parse_server_audit
+from ingest.parsers import server_audit
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
 
 
@@ -18,7 +18,7 @@ def audit_log(*statements: str, conn: int = 7, database: str = "shop") -> bytes:
 
 
 def events(data: bytes) -> list[EventRecord]:
-    items = classify_events(SessionTracker("s").process(parse_server_audit(data.splitlines(keepends=True))))
+    items = classify_events(SessionTracker("s").process(server_audit.parse(data.splitlines(keepends=True))))
     return [i for i in items if isinstance(i, EventRecord) and i.command == "Query"]
 
 
@@ -78,12 +78,12 @@ def test_prepared_statements_belong_to_their_session() -> None:
 def test_the_tracker_state_keeps_prepared_statements() -> None:
     tracker = SessionTracker("s")
     first = audit_log("PREPARE del FROM 'DELETE FROM orders'")
-    list(classify_events(tracker.process(parse_server_audit(first.splitlines(keepends=True)))))
+    list(classify_events(tracker.process(server_audit.parse(first.splitlines(keepends=True)))))
     resumed = SessionTracker.from_state("s", tracker.tz, tracker.to_state())
     later = b"20260105 09:01:00,db1,bob,10.0.0.8,7,9,QUERY,shop,'EXECUTE del',0\n"
     [execute] = [
         e
-        for e in classify_events(resumed.process(parse_server_audit([later])))
+        for e in classify_events(resumed.process(server_audit.parse([later])))
         if isinstance(e, EventRecord) and e.command == "Query"
     ]
     assert execute.destructive and execute.tables == ("shop.orders",)

@@ -18,8 +18,9 @@ from django.core.management import call_command
 from ingest.events import EventRecord, GapRecord
 from ingest.models import Gap
 from ingest.normalize import SEQUENCE_WINDOW, GapFinder, SessionTracker, classify_events
+from ingest.parsers import by_name, json_audit
 from ingest.parsers.detect import detect_format
-from ingest.pipeline import PARSERS, FileHints
+from ingest.parsers.records import Hints
 
 from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
 
@@ -28,6 +29,7 @@ ENTERPRISE_JSON = CORPUS / "mysql-enterprise-audit" / "filebeat_mysqlenterprise_
 FILTER_XML = CORPUS / "percona-audit" / "psmysql-docs_audit-log-filter_8.0_OLD-xml.xml"
 DOCS_XML = CORPUS / "mysql-enterprise-audit" / "mysql-docs-8.0_audit-log_NEW-xml_sample.xml"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
+HINTS = Hints(mtime_year=2024)
 
 
 def read(data: bytes, finder: GapFinder | None = None) -> tuple[list[EventRecord], list[GapRecord]]:
@@ -35,7 +37,7 @@ def read(data: bytes, finder: GapFinder | None = None) -> tuple[list[EventRecord
     fmt = detect_format(data[:65536])
     tracker, finder = SessionTracker("db1"), finder or GapFinder()
     lines = data.splitlines(keepends=True)
-    items = list(finder.process(classify_events(tracker.process(PARSERS[fmt](lines, FileHints(2024))))))
+    items = list(finder.process(classify_events(tracker.process(by_name(fmt).parse(lines, hints=HINTS)))))
     return [i for i in items if isinstance(i, EventRecord)], [i for i in items if isinstance(i, GapRecord)]
 
 
@@ -125,12 +127,12 @@ def test_a_hole_found_before_a_checkpoint_is_decided_after_it() -> None:
     whole = [(g.line, g.detail) for g in read(data)[1] if g.reason == "sequence"]
     assert len(whole) == 1
     lines = data.splitlines(keepends=True)
-    parser = PARSERS["json-audit"]
+    parser = json_audit.parse
     # Read on until the record after the hole, and cut there as a checkpoint does (the state
     # through JSON); a new reader goes on from that state.
     first = GapFinder()
     before: list[tuple[int, str]] = []
-    for item in first.process(classify_events(SessionTracker("db1").process(parser(lines, FileHints(2024))))):
+    for item in first.process(classify_events(SessionTracker("db1").process(parser(lines, hints=HINTS)))):
         if isinstance(item, EventRecord) and item.line == 23:
             break
         if isinstance(item, GapRecord) and item.reason == "sequence":
@@ -139,7 +141,7 @@ def test_a_hole_found_before_a_checkpoint_is_decided_after_it() -> None:
     assert before == [] and state["counters"]["holes"]  # still waiting for a late record
     second = GapFinder()
     second.load_state(state)
-    rest = _shifted(parser(lines[22:], FileHints(2024)), lines[:22])
+    rest = _shifted(parser(lines[22:], hints=HINTS), lines[:22])
     out = second.process(classify_events(SessionTracker("db1").process(rest)))
     assert [(g.line, g.detail) for g in out if isinstance(g, GapRecord) and g.reason == "sequence"] == whole
 

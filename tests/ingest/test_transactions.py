@@ -11,7 +11,7 @@ from django.core.management import call_command
 from ingest.events import FlagCorrection
 from ingest.models import Event
 from ingest.normalize import SessionTracker, classify_events
-from ingest.parsers.general_log import parse_general_log
+from ingest.parsers import general_log
 
 
 def log(*statements: str, conn: int = 5) -> bytes:
@@ -26,7 +26,7 @@ def rolled_back(data: bytes) -> list[str]:
     """The SQL of the events the corrections name, in the order they were named."""
     events, names = {}, []
     for item in classify_events(
-        SessionTracker("s").process(parse_general_log(data.splitlines(keepends=True)))
+        SessionTracker("s").process(general_log.parse(data.splitlines(keepends=True)))
     ):
         if isinstance(item, FlagCorrection):
             names += [events[h] for h, _ in item.keys]
@@ -62,11 +62,11 @@ def test_which_statements_were_rolled_back(statements: list[str], expected: list
 def test_a_transaction_open_at_the_end_of_a_file_goes_on_into_the_next() -> None:
     tracker = SessionTracker("s")
     first = log("BEGIN", "DELETE FROM orders")
-    list(classify_events(tracker.process(parse_general_log(first.splitlines(keepends=True)))))
+    list(classify_events(tracker.process(general_log.parse(first.splitlines(keepends=True)))))
     state = tracker.to_state()
     tracker = SessionTracker.from_state("s", tracker.tz, state)  # through a checkpoint
     second = b"2026-01-05T09:01:00.000000Z\t     5 Query\tROLLBACK\n"
-    items = list(classify_events(tracker.process(parse_general_log(second.splitlines(keepends=True)))))
+    items = list(classify_events(tracker.process(general_log.parse(second.splitlines(keepends=True)))))
     [correction] = [i for i in items if isinstance(i, FlagCorrection)]
     assert correction.flag == "rolled_back" and len(correction.keys) == 1
 

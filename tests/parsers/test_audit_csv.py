@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.parsers.audit_csv import parse_audit_csv, recognise
+from ingest.parsers import audit_csv
+from ingest.parsers.audit_csv import recognise
 from ingest.parsers.records import LogRecord, Problem
 
 from ..conftest import CORPUS_MISSING, SHARED
@@ -16,7 +17,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 
 def parse(data: bytes) -> list[LogRecord | Problem]:
-    return list(parse_audit_csv(data.splitlines(keepends=True)))
+    return list(audit_csv.parse(data.splitlines(keepends=True)))
 
 
 @needs_corpus

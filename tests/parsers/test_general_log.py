@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from ingest.parsers.general_log import GeneralLogParser, parse_general_log
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
+from ingest.parsers import general_log
+from ingest.parsers.general_log import GeneralLogParser
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Hints, Item, LogRecord, Problem, ServerStart
 
 from ..conftest import CORPUS_MISSING, SHARED
 
@@ -34,7 +35,7 @@ SLAP = FIXTURES / "mariadb-10.11.19-slap.log"
 
 def parse(data: bytes, **kwargs: Any) -> list[Item]:
     """Parse bytes the way the pipeline does: lines of a binary stream."""
-    items = list(parse_general_log(io.BytesIO(data), **kwargs))
+    items = list(general_log.parse(io.BytesIO(data), **kwargs))
     assert_accounts_for(data, items, kwargs.get("start_offset", 0), kwargs.get("start_line", 1))
     return items
 
@@ -1065,7 +1066,7 @@ def test_it_says_denied_only_on_the_refusal_not_on_the_login_attempt_before_it()
 
 def test_it_yields_nothing_for_empty_input() -> None:
     assert parse(b"") == []
-    assert list(parse_general_log([b"", b""])) == []
+    assert list(general_log.parse([b"", b""])) == []
 
 
 def test_it_keeps_nul_bytes_and_invalid_utf8_in_the_argument() -> None:
@@ -1173,7 +1174,7 @@ OWN_GENERAL_LOGS = sorted(
 
 
 def _assert_same_items_in_two_halves(data: bytes) -> None:
-    whole = list(parse_general_log(_lines(data)))
+    whole = list(general_log.parse(_lines(data)))
     for item in whole[1:]:
         # Split where this item starts: the first parser ends, the second begins there.
         first = GeneralLogParser()
@@ -1181,11 +1182,11 @@ def _assert_same_items_in_two_halves(data: bytes) -> None:
         point = first.resume_point()
         assert (point.offset, point.line) == (item.offset, item.line)
         tail = list(
-            parse_general_log(
+            general_log.parse(
                 _lines(data[item.offset :]),
                 start_offset=point.offset,
                 start_line=point.line,
-                last_time=point.last_time,
+                hints=Hints(last_time=point.last_time),
             )
         )
         assert head + tail == whole
@@ -1210,7 +1211,7 @@ def test_it_gives_the_same_items_when_a_corpus_sample_is_parsed_in_two_halves() 
 
 def test_it_resumes_where_the_caller_stopped_after_any_item() -> None:
     data = SCENARIO.read_bytes() + b"garbage after\n" + SCENARIO.read_bytes().replace(b"261122", b"261399", 1)
-    whole = list(parse_general_log(_lines(data)))
+    whole = list(general_log.parse(_lines(data)))
     for stop in range(1, len(whole)):
         parser = GeneralLogParser()
         taken = []
@@ -1220,11 +1221,11 @@ def test_it_resumes_where_the_caller_stopped_after_any_item() -> None:
                 break
         point = parser.resume_point()
         rest = list(
-            parse_general_log(
+            general_log.parse(
                 _lines(data[point.offset :]),
                 start_offset=point.offset,
                 start_line=point.line,
-                last_time=point.last_time,
+                hints=Hints(last_time=point.last_time),
             )
         )
         # A time Problem may be said again after resuming at its record; nothing is lost.
@@ -1236,4 +1237,4 @@ def test_it_gives_the_same_items_fed_line_by_line() -> None:
     parser = GeneralLogParser()
     items = [item for line in _lines(data) for item in parser.feed([line])]
     items += parser.finish()
-    assert items == list(parse_general_log(_lines(data)))
+    assert items == list(general_log.parse(_lines(data)))

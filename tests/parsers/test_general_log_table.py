@@ -15,16 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.parsers.general_log_table import (
-    canonical_row,
-    parse_general_log_csv,
-    parse_general_log_tsv,
-    parse_user_host,
-    recognise_csv,
-    recognise_tsv,
-    row_hash,
-    row_record,
-)
+from ingest.parsers import general_log_csv, general_log_tsv
+from ingest.parsers.general_log_table import canonical_row, parse_user_host, row_hash, row_record
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
 
 from ..conftest import CORPUS_MISSING, SHARED
@@ -37,11 +29,11 @@ CORPUS = SHARED / "corpus"
 
 
 def csv(data: bytes) -> list[Item]:
-    return list(parse_general_log_csv(io.BytesIO(data)))
+    return list(general_log_csv.parse(io.BytesIO(data)))
 
 
 def tsv(data: bytes) -> list[Item]:
-    return list(parse_general_log_tsv(io.BytesIO(data)))
+    return list(general_log_tsv.parse(io.BytesIO(data)))
 
 
 def who(r: LogRecord) -> tuple:  # type: ignore[type-arg]
@@ -185,7 +177,7 @@ def test_it_keeps_a_row_with_an_impossible_time() -> None:
 
 def test_it_positions_rows_from_a_start_offset() -> None:
     line = b'"2024-01-01 10:00:00","u[u] @ h []",5,1,"Query","SELECT 1"\r\n'
-    (r,) = parse_general_log_csv([line], start_offset=1000, start_line=40)
+    (r,) = general_log_csv.parse([line], start_offset=1000, start_line=40)
     assert isinstance(r, LogRecord)
     assert (r.line, r.offset, r.argument, r.occurred_at) == (40, 1000, b"SELECT 1", datetime(2024, 1, 1, 10))
 
@@ -300,8 +292,9 @@ def test_it_attributes_the_scenario_rows() -> None:
 
 
 def test_the_recognisers_know_their_own_files_only() -> None:
-    assert recognise_csv(CSV.read_bytes()[:1024]) and not recognise_tsv(CSV.read_bytes()[:1024])
-    assert recognise_tsv(TSV.read_bytes()[:1024]) and not recognise_csv(TSV.read_bytes()[:1024])
+    csv_head, tsv_head = CSV.read_bytes()[:1024], TSV.read_bytes()[:1024]
+    assert general_log_csv.recognise(csv_head) and not general_log_tsv.recognise(csv_head)
+    assert general_log_tsv.recognise(tsv_head) and not general_log_csv.recognise(tsv_head)
     others = [*(REPO / "tests" / "fixtures" / "genlog").glob("*.log")]
     others += [*(REPO / "tests" / "fixtures" / "server_audit").glob("*.log")]
     if CORPUS.is_dir():
@@ -309,8 +302,8 @@ def test_the_recognisers_know_their_own_files_only() -> None:
     assert len(others) >= 3
     for path in others:
         head = path.read_bytes()[:1024]
-        assert not recognise_csv(head), path
-        assert not recognise_tsv(head), path
+        assert not general_log_csv.recognise(head), path
+        assert not general_log_tsv.recognise(head), path
 
 
 # -- corpus ---------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ingest.parsers.json_audit import MAX_OBJECT_BYTES, parse_json_audit, recognise
+from ingest.parsers import json_audit
+from ingest.parsers.json_audit import MAX_OBJECT_BYTES, recognise
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, LogRecord, Problem
 
 from ..conftest import CORPUS_MISSING, SHARED
@@ -34,7 +35,7 @@ JSON_FILES = [
 
 
 def parse(data: bytes) -> list[LogRecord | Problem]:
-    items = list(parse_json_audit(data.splitlines(keepends=True)))
+    items = list(json_audit.parse(data.splitlines(keepends=True)))
     for item in items:
         if isinstance(item, LogRecord):
             assert data[item.offset : item.offset + len(item.raw)] == item.raw
@@ -291,7 +292,7 @@ def test_hostile_input_gives_records_or_problems_never_exceptions() -> None:
 def test_an_object_over_the_size_bound_is_skipped_to_its_end() -> None:
     chunk = b'"' + b"y" * (MAX_OBJECT_BYTES // 32) + b'",\n'
     data = b'{"class":"general","pad":[\n' + chunk * 40 + b'""]}\n{"class":"general","event":"status"}\n'
-    items = list(parse_json_audit(iter(data.splitlines(keepends=True))))
+    items = list(json_audit.parse(iter(data.splitlines(keepends=True))))
     assert [type(i).__name__ for i in items] == ["Problem", "LogRecord"]
     assert "longer than" in items[0].reason
 
@@ -301,7 +302,7 @@ def test_random_bytes_never_raise() -> None:
     pieces = [b"{", b"}", b"[", b"]", b'"', b"\\", b",", b"\n", b'"class":1', b"\x00", b"\xff", b"x"]
     for _ in range(400):
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 50)))
-        for item in parse_json_audit(data.splitlines(keepends=True)):
+        for item in json_audit.parse(data.splitlines(keepends=True)):
             assert isinstance(item, LogRecord | Problem)
 
 
@@ -321,7 +322,7 @@ def test_a_long_pretty_printed_array_is_read_in_bounded_memory() -> None:
         yield b"]\n"
 
     tracemalloc.start()
-    records = sum(1 for i in parse_json_audit(lines()) if isinstance(i, LogRecord))
+    records = sum(1 for i in json_audit.parse(lines()) if isinstance(i, LogRecord))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert records == count
@@ -401,7 +402,7 @@ def fed_in_chunks(data: bytes, rng: random.Random) -> list[LogRecord | Problem]:
             yield data[at : at + size]
             at += size
 
-    return list(parse_json_audit(chunks()))
+    return list(json_audit.parse(chunks()))
 
 
 def test_chunks_cut_anywhere_give_the_same_items_as_lines() -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem
-from ingest.parsers.server_audit import FORMAT, parse_server_audit, recognise
+from ingest.parsers import server_audit
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Hints, Item, LogRecord, Problem
+from ingest.parsers.server_audit import NAME, recognise
 
 from ..conftest import CORPUS_MISSING, SHARED
 
@@ -33,9 +34,9 @@ PLUS1 = timezone(timedelta(hours=1))
 # -- helpers -------------------------------------------------------------------------
 
 
-def parse(data: bytes, **kwargs: Any) -> list[Item]:
-    """Parse bytes the way the pipeline does: lines of a binary stream."""
-    items = list(parse_server_audit(io.BytesIO(data), **kwargs))
+def parse(data: bytes, *, year: int | None = None, **kwargs: Any) -> list[Item]:
+    """Parse bytes the way the pipeline does: lines of a binary stream (`year`: the file's mtime's)."""
+    items = list(server_audit.parse(io.BytesIO(data), hints=Hints(mtime_year=year), **kwargs))
     assert_accounts_for(data, items, kwargs.get("start_offset", 0), kwargs.get("start_line", 1))
     return items
 
@@ -1426,7 +1427,7 @@ def test_random_bytes_never_raise_and_are_accounted_for() -> None:
 
 
 def test_it_names_its_format() -> None:
-    assert FORMAT == "mariadb-audit"
+    assert NAME == "mariadb-audit"
 
 
 def test_it_recognises_server_audit_logs_in_file_and_syslog_form() -> None:

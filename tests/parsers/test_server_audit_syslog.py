@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from ingest.parsers import server_audit
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.records import LogRecord, Problem
-from ingest.parsers.server_audit import parse_server_audit, recognise
+from ingest.parsers.server_audit import recognise
 
 from .test_server_audit import FIXTURES, parse, problem, rec, views, without_offsets
 
@@ -718,4 +719,4 @@ def test_random_damage_to_real_syslog_lines_never_raises_and_is_accounted_for() 
             else:
                 del data[at : at + rng.randrange(1, 40)]
         parse(bytes(data), year=2026)  # assert_accounts_for checks every byte
-        list(parse_server_audit(io.BytesIO(bytes(data))))
+        list(server_audit.parse(io.BytesIO(bytes(data))))

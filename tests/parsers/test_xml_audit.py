@@ -11,7 +11,7 @@ import pytest
 
 from ingest.parsers import xml_audit
 from ingest.parsers.records import LogRecord, Problem
-from ingest.parsers.xml_audit import MAX_RECORD_BYTES, parse_xml_audit, recognise
+from ingest.parsers.xml_audit import MAX_RECORD_BYTES, recognise
 
 from ..conftest import CORPUS_MISSING, SHARED
 
@@ -20,7 +20,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=CORPUS_MISSING)
 
 
 def parse(data: bytes) -> list[LogRecord | Problem]:
-    items = list(parse_xml_audit(data.splitlines(keepends=True)))
+    items = list(xml_audit.parse(data.splitlines(keepends=True)))
     for item in items:  # every record and problem points at its own bytes
         assert data[item.offset : item.offset + len(item.raw)] == item.raw or isinstance(item, Problem)
     return items  # type: ignore[return-value]
@@ -309,7 +309,7 @@ def test_a_record_over_the_size_bound_is_skipped_with_a_problem_and_reading_goes
     chunk = b"x" * (MAX_RECORD_BYTES // 64) + b"\n"
     big = b"<AUDIT_RECORD><SQLTEXT>\n" + chunk * 70 + b"</SQLTEXT></AUDIT_RECORD>\n"
     data = big + b'<AUDIT_RECORD NAME="Quit" CONNECTION_ID="4"/>\n'
-    items = list(parse_xml_audit(iter(data.splitlines(keepends=True))))
+    items = list(xml_audit.parse(iter(data.splitlines(keepends=True))))
     assert isinstance(items[0], Problem) and "longer than" in items[0].reason
     assert len(items) == 2
     assert isinstance(items[-1], LogRecord) and items[-1].command == "Quit"
@@ -331,7 +331,7 @@ def test_random_bytes_never_raise() -> None:
     ]
     for _ in range(300):
         data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
-        for item in parse_xml_audit(data.splitlines(keepends=True)):
+        for item in xml_audit.parse(data.splitlines(keepends=True)):
             assert isinstance(item, LogRecord | Problem)
 
 
@@ -342,7 +342,7 @@ def test_memory_stays_bounded_on_a_long_log() -> None:
     )
     lines = (record for _ in range(20_000))
     tracemalloc.start()
-    count = sum(1 for _ in parse_xml_audit(lines))
+    count = sum(1 for _ in xml_audit.parse(lines))
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert count == 20_000
@@ -417,9 +417,9 @@ def test_a_line_that_is_one_record_reads_exactly_as_the_scanner_reads_it(monkeyp
         if rng.random() < 0.05:
             lines.append(b"stray bytes\n")
     lines.append(b"</AUDIT>\n")
-    shortcut = list(parse_xml_audit(lines))
+    shortcut = list(xml_audit.parse(lines))
     monkeypatch.setattr(xml_audit, "_WHOLE_OLD_LINE", re.compile(b"(?!)"))  # no line takes it
-    scanner = list(parse_xml_audit(lines))
+    scanner = list(xml_audit.parse(lines))
     assert [_comparable(item) for item in shortcut] == [_comparable(item) for item in scanner]
     assert sum(isinstance(item, LogRecord) for item in shortcut) > 100
     assert any(isinstance(item, Problem) for item in shortcut)

@@ -10,7 +10,6 @@ it is classified with the current database the session tracker knows, as in an i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -19,29 +18,14 @@ import pytest
 
 from ingest.events import EventRecord
 from ingest.normalize import STATEMENT_COMMANDS, SessionTracker
-from ingest.parsers.audit_csv import parse_audit_csv
+from ingest.parsers import by_name
 from ingest.parsers.detect import detect_format
-from ingest.parsers.general_log import parse_general_log
-from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
-from ingest.parsers.json_audit import parse_json_audit
-from ingest.parsers.records import Item
-from ingest.parsers.server_audit import parse_server_audit
-from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.sql import classify
 
 from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
 
 TABLE = Path(__file__).with_name("real_statements.tsv")
 CORPUS = SHARED / "corpus"
-PARSERS: dict[str, Callable[[Iterable[bytes]], Iterator[Item]]] = {
-    "general-log": parse_general_log,
-    "general-log-csv": parse_general_log_csv,
-    "general-log-tsv": parse_general_log_tsv,
-    "mariadb-audit": parse_server_audit,
-    "json-audit": parse_json_audit,
-    "xml-audit": parse_xml_audit,
-    "audit-csv": parse_audit_csv,
-}
 # The cases issue 4 names; each is shown by a statement of our own logs (so with or without the corpus).
 REQUIRED_CASES = {
     "multi-table DELETE with aliases", "multi-table UPDATE", "DELETE t FROM a t JOIN b",
@@ -123,7 +107,7 @@ def statements_of(path: Path) -> list[EventRecord]:
     """The statements of a log file as an ingest sees them: parsed, and attributed by session."""
     with path.open("rb") as f:
         data = f.read()
-    parse = PARSERS[detect_format(data[:1024])]
+    parse = by_name(detect_format(data[:1024])).parse
     events = SessionTracker("real").process(parse(data.splitlines(keepends=True)))
     return [e for e in events if isinstance(e, EventRecord) and e.command in STATEMENT_COMMANDS]
 

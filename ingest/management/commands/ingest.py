@@ -10,8 +10,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from ingest.models import IngestRun, Source
+from ingest.models import IngestRun
 from ingest.normalize import GapFinder, SessionTracker
+from ingest.parsers import AUTO, NAMES
 from ingest.parsers.detect import UnknownFormat
 from ingest.pipeline import ingest_file, source_for_path
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-        parser.add_argument("--format", default="auto", choices=[f.value for f in Source.Format])
+        parser.add_argument("--format", default=AUTO, choices=[AUTO, *NAMES])
         parser.add_argument(
             "--server", default="default", help="Label of the database server (default: default)"
         )

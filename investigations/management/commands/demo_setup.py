@@ -16,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Q
 
 from ingest.models import Event, Source
+from ingest.parsers import general_log
 from ingest.sources import SourceForm
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case
@@ -44,7 +45,7 @@ def followed_sources(folder: Path) -> list[tuple[str, bool]]:
                 "kind": Source.Kind.FILE,
                 "path": str(folder / server / "general.log"),
                 "password_env": "AUDITWEB_SOURCE_MYSQL_PASSWORD",
-                "format": Source.Format.GENERAL_LOG,
+                "format": general_log.NAME,
                 "server": server,
                 "timezone": "UTC",
                 "interval_seconds": interval,
