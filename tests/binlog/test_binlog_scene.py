@@ -26,7 +26,7 @@ from ingest.binlog.images import RowImage, row_images, table_of
 from ingest.binlog.join import Link, LoggedStatement, Unlinked, join, row_statements
 from ingest.binlog.metadata import BinlogFile, Transaction, scan
 from ingest.binlog.schema import parse_create_table
-from ingest.parsers.general_log import parse_general_log
+from ingest.parsers import general_log
 from ingest.parsers.records import LogRecord, ServerStart
 
 SCENE = Path(__file__).resolve().parents[1] / "fixtures" / "binlog_scene"
@@ -64,7 +64,7 @@ class Scene:
         boot = 0
         for name in TRUTH["files"]["general_log"]:
             with (SCENE / name).open("rb") as f:
-                for item in parse_general_log(f):
+                for item in general_log.parse(f):
                     if isinstance(item, ServerStart):
                         boot += 1
                     elif isinstance(item, LogRecord) and item.command == "Query" and item.occurred_at:

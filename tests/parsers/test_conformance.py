@@ -17,27 +17,14 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from ingest.parsers.audit_csv import parse_audit_csv
-from ingest.parsers.general_log import parse_general_log
-from ingest.parsers.general_log_table import parse_general_log_csv, parse_general_log_tsv
-from ingest.parsers.json_audit import parse_json_audit
+from ingest.parsers import NAMES, by_name
 from ingest.parsers.records import LogRecord, Problem, ServerStart
-from ingest.parsers.server_audit import parse_server_audit
-from ingest.parsers.xml_audit import parse_xml_audit
 from ingest.sql.secrets import mask_secrets
 
 from ..conftest import FIXTURES
 
-PARSERS = {
-    "general-log": parse_general_log,
-    "general-log-csv": parse_general_log_csv,
-    "general-log-tsv": parse_general_log_tsv,
-    "mariadb-audit": parse_server_audit,
-    "json-audit": parse_json_audit,
-    "xml-audit": parse_xml_audit,
-    "audit-csv": parse_audit_csv,
-}
-TRUTH = {fmt: json.loads((FIXTURES / fmt / "truth.json").read_text()) for fmt in PARSERS}
+FORMATS = [fmt for fmt in NAMES if (FIXTURES / fmt / "truth.json").exists()]
+TRUTH = {fmt: json.loads((FIXTURES / fmt / "truth.json").read_text()) for fmt in FORMATS}
 SAMPLES = [(fmt, name) for fmt, truth in TRUTH.items() for name in truth["files"]]
 # Layouts whose raw bytes escape the statement (a quote, a newline...): its text is not in them as is.
 ESCAPING = {"general-log-csv", "general-log-tsv", "mariadb-audit", "json-audit", "xml-audit", "audit-csv"}
@@ -54,7 +41,7 @@ def sql_bytes(text: str) -> bytes:
 
 def parsed(fmt: str, name: str) -> tuple[bytes, list[LogRecord], list[Problem]]:
     data = (FIXTURES / fmt / name).read_bytes()
-    items = list(PARSERS[fmt](io.BytesIO(data)))
+    items = list(by_name(fmt).parse(io.BytesIO(data)))
     return (
         data,
         [i for i in items if isinstance(i, LogRecord)],
@@ -111,6 +98,10 @@ def known(fmt: str, name: str) -> None:
         pytest.xfail(KNOWN_BUGS[(fmt, name)])
 
 
+def test_every_registered_format_has_its_own_samples() -> None:
+    assert list(NAMES) == FORMATS, f"no tests/fixtures/<format>/truth.json for {set(NAMES) - set(FORMATS)}"
+
+
 @pytest.mark.parametrize(("fmt", "name"), SAMPLES)
 def test_every_sample_has_a_truth_for_each_of_its_records(fmt: str, name: str) -> None:
     truth = records_of(fmt, name)
@@ -138,7 +129,7 @@ def test_it_reads_every_record_exactly_as_the_server_logged_it(fmt: str, name: s
 
 def test_the_general_log_opens_with_the_private_servers_start_banner() -> None:
     name = TRUTH["general-log"]["files"][0]
-    items = list(parse_general_log(io.BytesIO((FIXTURES / "general-log" / name).read_bytes())))
+    items = list(by_name("general-log").parse(io.BytesIO((FIXTURES / "general-log" / name).read_bytes())))
     assert isinstance(items[0], ServerStart)
     assert items[0].version.startswith(TRUTH["general-log"]["server_version"])
     assert not any(isinstance(i, ServerStart) for i in items[1:])

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest.parsers import detect, pgaudit_csv, pgaudit_json, pgaudit_stderr
+from ingest.parsers import FORMATS, pgaudit_csv, pgaudit_json, pgaudit_stderr
+from ingest.parsers.detect import HEAD_BYTES
 from ingest.parsers.pgaudit import MAX_WAIT_LINES, parse_time, session_number
 from ingest.parsers.records import LogRecord, Problem
 from tests.parsers.pgaudit_truth import LAYOUTS, check_against_truth, parse_file
@@ -147,13 +148,13 @@ def test_a_debian_default_log_is_claimed_and_refused() -> None:
 def test_recognisers_claim_their_own_samples_only() -> None:
     ours = {"csv": pgaudit_csv.recognise, "json": pgaudit_json.recognise, "log": pgaudit_stderr.recognise}
     for sample in SAMPLES:
-        head = sample.read_bytes()[: detect.HEAD_BYTES]
+        head = sample.read_bytes()[:HEAD_BYTES]
         assert [k for k, recognise in ours.items() if recognise(head)] == [sample.suffix.lstrip(".")]
-        assert [name for name, recognise in detect.RECOGNISERS.items() if recognise(head)] == [], sample.name
+        assert [fmt.NAME for fmt in FORMATS if fmt.recognise(head)] == [], sample.name
     others = [p for p in FIXTURES.rglob("*") if p.is_file() and p.parent != SCENE and p.suffix != ".py"]
     assert others
     for path in others:
-        head = path.read_bytes()[: detect.HEAD_BYTES]
+        head = path.read_bytes()[:HEAD_BYTES]
         assert not any(recognise(head) for recognise in ours.values()), path
 
 

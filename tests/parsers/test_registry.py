@@ -38,7 +38,12 @@ NOT_SCANNED = (
 
 def samples(name: str) -> list[Path]:
     patterns = [*OWN_SAMPLES.get(name, []), f"{name}/*"]
-    found = {p for pattern in patterns for p in FIXTURES.glob(pattern) if p.is_file() and p.suffix != ".py"}
+    found = {
+        p
+        for pattern in patterns
+        for p in FIXTURES.glob(pattern)
+        if p.is_file() and p.suffix != ".py" and p.name != "truth.json"
+    }
     return sorted(found)
 
 
