@@ -36,7 +36,7 @@ django.setup()
 from zoneinfo import ZoneInfo
 from ingest.events import EventRecord
 from ingest.normalize import GapFinder, SessionTracker, classify_events
-from ingest.pipeline import PARSERS, FileHints, open_log
+from ingest.tail import PARSERS, FileHints, open_log
 from ingest.rows import RowFormatter
 opened = open_log(__import__("pathlib").Path(sys.argv[1]))
 tracker = SessionTracker("bench", ZoneInfo("UTC"))

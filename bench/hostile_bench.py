@@ -139,7 +139,7 @@ def log_of(fmt: str, body: str) -> list[bytes]:
     return [line.encode("utf-8", "surrogateescape") for line in lines]
 
 
-# The parsers as ingest.pipeline.PARSERS calls them (imported apart: no Django here).
+# The parsers as ingest.tail.PARSERS calls them (imported apart: no Django here).
 PARSERS: dict[str, Callable[[Iterable[bytes]], Iterator[object]]] = {
     "general-log": parse_general_log,
     "mariadb-audit": lambda lines: parse_server_audit(lines, year=2024),

@@ -34,8 +34,8 @@ import formats_bench  # noqa: E402
 
 from ingest.events import EventRecord  # noqa: E402
 from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
-from ingest.pipeline import PARSERS, FileHints, open_log  # noqa: E402
 from ingest.rows import RowFormatter  # noqa: E402
+from ingest.tail import PARSERS, FileHints, open_log  # noqa: E402
 
 STAGES = ("parse", "+ sessions", "+ classify", "+ format")
 

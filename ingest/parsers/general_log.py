@@ -68,7 +68,7 @@ from typing import NamedTuple
 
 from ingest.parsers.records import BIGINT_MAX, PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 
-__all__ = ["COMMANDS", "GeneralLogParser", "ResumePoint", "parse_connect", "parse_general_log"]
+__all__ = ["COMMANDS", "GeneralLogParser", "ParsePoint", "parse_connect", "parse_general_log"]
 
 # Every command name the servers print (MySQL `command_name[]` / MariaDB `command_name[]`
 # in sql_parse.cc), most frequent first: the regex tries them in this order. A name that
@@ -299,8 +299,9 @@ def _old_time(stamp: bytes) -> datetime:
     return datetime(2000 + yy if yy < 70 else 1900 + yy, mo, dd, int(h), int(mi), int(s))
 
 
-class ResumePoint(NamedTuple):
-    """Where a new parser starts so that it yields exactly what this one has not yet."""
+class ParsePoint(NamedTuple):
+    """Where a new parser starts so that it yields exactly what this one has not yet (in the bytes
+    it was handed: ingest.batch.ResumePoint is a file's, made of this at a cut)."""
 
     offset: int  # byte offset of the first line to feed it
     line: int  # that line's 1-based number
@@ -341,8 +342,8 @@ class GeneralLogParser:
         # tuple, stored before every yield; resume_point() names its fields.
         self._resume: tuple[int, int, datetime | None] = (start_offset, start_line, last_time)
 
-    def resume_point(self) -> ResumePoint:
-        return ResumePoint(*self._resume)
+    def resume_point(self) -> ParsePoint:
+        return ParsePoint(*self._resume)
 
     def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
         """Yield every item these lines complete; the last one stays pending.

@@ -19,7 +19,7 @@ from ingest.events import EventRecord, GapRecord
 from ingest.models import Gap
 from ingest.normalize import SEQUENCE_WINDOW, GapFinder, SessionTracker, classify_events
 from ingest.parsers.detect import detect_format
-from ingest.pipeline import PARSERS, FileHints
+from ingest.tail import PARSERS, FileHints
 
 from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
 
