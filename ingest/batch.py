@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from ingest.events import FlagCorrection, GapRecord
 from ingest.parsers.records import Problem
@@ -64,7 +65,7 @@ class Batch:
     corrections: list[FlagCorrection]  # flags for events stored before, applied after these
     gaps: list[GapRecord]
     resume: ResumePoint | None  # where the next read starts (None: a read that needs none)
-    state: dict[str, object]  # {"tracker": ..., "gaps": ...} after it, as the checkpoint keeps them
+    state: dict[str, Any]  # {"tracker": ..., "gaps": ...} after it, as the checkpoint keeps them
     finished: bool  # the file was read to its end and every stage flushed
     # How far the reader got, for the run's progress: the file's offset (bytes on disk for a
     # one-shot read of a .gz), or rows for a table.

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -288,7 +288,7 @@ def _read_file(source: Source, run: IngestRun, read: Read, done_before: int) -> 
     lines = FileLines(f, start.offset, start.line, limit, partial_ok=read.finish)
     hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
 
-    def produce() -> Iterator[Batch]:
+    def produce() -> Generator[Batch, None, None]:
         return tail_messages(
             fmt=fmt,
             lines=lines,

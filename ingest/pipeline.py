@@ -6,11 +6,12 @@ The `ingest` command and `pull_general_log` call these; followed sources are ing
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
@@ -109,7 +110,7 @@ def ingest_file(
     hints = FileHints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year, last_time=carried)
     gaps = gap_finder or GapFinder()
 
-    def read() -> Iterator[Batch | FileEnd]:
+    def read() -> Generator[Batch | FileEnd, None, None]:
         """The parsing side: the batches (with the bytes read on disk, for progress), then FileEnd."""
         # Each line bounded (a 1 GiB line, or a .gz bomb): cut lines keep their head, length, hash.
         lines = FileLines(opened.lines, 0, 1, None, partial_ok=True)
@@ -131,7 +132,7 @@ def ingest_file(
 
     messages = in_second_process(read) if settings.INGEST_PARALLEL else read()
     end: FileEnd | None = None
-    state: dict[str, object] = {}
+    state: dict[str, Any] = {}
     try:
         for message in messages:
             if isinstance(message, FileEnd):

@@ -27,7 +27,7 @@ import copy
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -219,7 +219,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     lines = FileLines(f, offset, start.line, limit, partial_ok=chunk.finish)
     hints = FileHints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year)
 
-    def produce() -> Iterator[Batch]:
+    def produce() -> Generator[Batch, None, None]:
         return tail_messages(
             fmt=fmt,
             lines=lines,

@@ -22,7 +22,7 @@ import threading
 import traceback
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -263,7 +263,7 @@ def tail_messages(
     settled: bool = False,
     continues: dict[str, object] | None = None,
     resumable: bool = True,
-) -> Iterator[Batch]:
+) -> Generator[Batch, None, None]:
     """Parse a file from a resume point into Batches, each complete up to its resume point.
 
     Batches end only at cuts, points where every stage has finished with everything before
@@ -535,7 +535,7 @@ def _die_with(parent: int) -> None:
         os._exit(1)
 
 
-def in_second_process(produce: Callable[[], Iterator[T]]) -> Iterator[T]:
+def in_second_process(produce: Callable[[], Iterator[T]]) -> Generator[T, None, None]:
     """Run the generator `produce` in a forked child process and yield what it yields.
 
     Parsing, session tracking, classification and formatting are pure Python and take
