@@ -267,7 +267,7 @@ def tail_messages(
     """Parse a file from a resume point into Batches, each complete up to its resume point.
 
     Batches end only at cuts, points where every stage has finished with everything before
-    (see "The resumable read" in docs/architecture.md): when a batch is full, and where the
+    ("Cuts" and "The ingest core" in docs/architecture.md): when a batch is full, and where the
     bytes end for now if the file may grow (`finish` false). A `settled` (quiet) file has its
     last record flushed and said in the resume point; `continues` is what such a read said.
     With no `formatter` it only scans (ingest.split): events are counted, not kept. `cut_bytes`
