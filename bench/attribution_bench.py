@@ -38,7 +38,7 @@ from ingest.events import EventRecord
 from ingest.normalize import GapFinder, SessionTracker, classify_events
 from ingest.parsers import general_log
 from ingest.parsers.records import Hints
-from ingest.pipeline import open_log
+from ingest.tail import open_log
 from ingest.rows import RowFormatter
 opened = open_log(__import__("pathlib").Path(sys.argv[1]))
 tracker = SessionTracker("bench", ZoneInfo("UTC"))

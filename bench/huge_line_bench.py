@@ -6,7 +6,7 @@
 For each size it writes (streamed, never whole in memory or uncompressed on disk) a general
 log compressed with gzip: a Connect, a DELETE whose statement is `size` bytes of one letter,
 and a DROP TABLE after it. A fresh process then reads it the way an upload or a followed
-.gz file is read (ingest.checkpoints.open_content's GzipFile, the pipeline's _Lines capped at
+.gz file is read (ingest.checkpoints.open_content's GzipFile, ingest.tail.FileLines capped at
 --cap, the general-log parser, session tracker, classifier and gap finder: tail_messages,
 without a database), and reports its peak RSS (resource.getrusage ru_maxrss), its RSS once
 its modules were loaded (the baseline), CPU seconds, and what came out: the events (the
@@ -58,31 +58,31 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
     django.setup()
     from ingest.normalize import GapFinder, SessionTracker
     from ingest.parsers.records import Hints, Problem
-    from ingest.pipeline import _Lines, tail_messages
+    from ingest.tail import FileLines, tail_messages
 
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.process_time()
     f = open(path, "rb")  # noqa: SIM115
     g = gzip.GzipFile(fileobj=f, mode="rb")
-    if unbounded:  # as _Lines read before: each line whole
+    if unbounded:  # as FileLines read before: each line whole
         lengths = [len(line) for line in g]
         out = {"lines": len(lengths), "longest": max(lengths)}
     else:
-        lines = _Lines(g, 0, 1, None, partial_ok=True, cap=cap)  # type: ignore[arg-type]
+        lines = FileLines(g, 0, 1, None, partial_ok=True, cap=cap)
         events, problems = 0, []
         tracker = SessionTracker("bench")
-        for message in tail_messages(
+        for batch in tail_messages(
             fmt="general-log",
             lines=lines,
             finish=True,
             hints=Hints(mtime_year=2024),
             tracker=tracker,
             gaps=GapFinder(),
-            writer=None,
+            formatter=None,
             batch_size=1 << 30,
         ):
-            events += message[3]  # type: ignore[operator]
-            problems += [p.reason for p in message[2] if isinstance(p, Problem)]  # type: ignore[attr-defined]
+            events += batch.seen
+            problems += [p.reason for p in batch.problems if isinstance(p, Problem)]
         out = {"events": events, "problems": problems, "read_to": lines.offset}
     g.close()
     cpu = time.process_time() - start

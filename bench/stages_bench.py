@@ -36,8 +36,8 @@ from ingest.events import EventRecord  # noqa: E402
 from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
 from ingest.parsers import by_name  # noqa: E402
 from ingest.parsers.records import Hints  # noqa: E402
-from ingest.pipeline import open_log  # noqa: E402
 from ingest.rows import RowFormatter  # noqa: E402
+from ingest.tail import open_log  # noqa: E402
 
 STAGES = ("parse", "+ sessions", "+ classify", "+ format")
 

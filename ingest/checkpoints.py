@@ -22,7 +22,7 @@ server_audit: one write), so a quiet file ends with a complete record, and it is
 
 Between polls, `listing_signature` (a glob and a stat, no file opened) tells a worker whether
 a source's files changed since its last poll looked: the cheap test that lets beat look at
-every followed file each second (ingest.pipeline.look_at_followed_files).
+every followed file each second (ingest.follow.look_at_followed_files).
 """
 
 from __future__ import annotations
@@ -41,11 +41,13 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
 
+from ingest.batch import ResumePoint
 from ingest.models import Source, SourceFile
 
 IDENTITY_BYTES = 1024
@@ -104,6 +106,44 @@ class Plan:
     live: Candidate | None = None
     live_known: SourceFile | None = None
     looked_at: float = 0.0  # time.time() just before the files were looked at
+
+
+def known_file(source: Source, read: Read) -> SourceFile | None:
+    """The SourceFile a planned read continues (made for a new file); None if it is finished."""
+    c = read.candidate
+    known = read.known
+    if known is None:
+        known, _ = SourceFile.objects.get_or_create(
+            source=source,
+            path=str(c.path),
+            head_sha256=c.head_sha256,
+            defaults={
+                "size": c.size,
+                "compressed": c.compressed,
+                "device": c.device,
+                "inode": c.inode,
+                "head_length": len(c.head),
+                "resume": ResumePoint(0, 1).to_dict(),
+            },
+        )
+        if known.finished:
+            return None
+    elif known.head_length < len(c.head) and (known.device, known.inode) == (c.device, c.inode):
+        # The file grew past the bytes that named it: name it by more of them from now on.
+        SourceFile.objects.filter(pk=known.pk).update(head_sha256=c.head_sha256, head_length=len(c.head))
+    return known
+
+
+def time_carried_into(source: Source, new: SourceFile) -> datetime | None:
+    """The time a new file of a source starts with: the one the file read before it ended with.
+
+    An old-layout general log prints a record's time only when the second changes, and the
+    server keeps that second across reopening its log: after a rotation (FLUSH GENERAL LOGS, or
+    a copytruncate) the new file's first records may print none, being in the second the old
+    file printed last."""
+    before = SourceFile.objects.filter(source=source).exclude(pk=new.pk).exclude(last_read_at=None)
+    resume = before.order_by("-last_read_at", "-pk").values_list("resume", flat=True).first()
+    return ResumePoint.from_dict(resume).last_time if resume else None
 
 
 def log_roots() -> list[Path]:
@@ -322,7 +362,7 @@ def listing_signature(pattern: str) -> str:
     return hashlib.sha256(json.dumps(listing(pattern)).encode()).hexdigest()
 
 
-def open_content(candidate: Candidate, offset: int) -> tuple[object, int | None]:
+def open_content(candidate: Candidate, offset: int) -> tuple[io.BufferedReader | gzip.GzipFile, int | None]:
     """The file opened at `offset` of its content, and how many bytes to read at most
     (its size when stat'ed; None for a gzip file, which does not grow)."""
     f = open_candidate(candidate)
@@ -338,7 +378,7 @@ def open_content(candidate: Candidate, offset: int) -> tuple[object, int | None]
     return f, max(0, candidate.size - offset)
 
 
-def still_the_same(f: io.BufferedReader, candidate: Candidate, offset: int) -> bool:
+def still_the_same(f: io.IOBase, candidate: Candidate, offset: int) -> bool:
     """Whether the open file is still the one planned, with at least `offset` bytes: its first
     bytes unchanged. A copytruncate keeps the inode but not the content: after it the file is
     shorter, or begins with other bytes once written again (log records carry their times)."""

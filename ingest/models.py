@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from ingest.mysql_table import PASSWORD_ENV_DEFAULT
 from ingest.parsers import AUTO, format_choices
-from ingest.textsafe import CheckpointDecoder, CheckpointEncoder
+from ingest.textsafe import CheckpointDecoder, CheckpointEncoder, storable
 
 
 class Source(models.Model):
@@ -109,6 +109,26 @@ class SourceFile(models.Model):
         return self.path
 
 
+def error_text(error: BaseException | str) -> str:
+    """An error as a run or a source shows it (bounded; no byte PostgreSQL refuses)."""
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return storable(text)[:2000]
+
+
+class IngestRunQuerySet(models.QuerySet["IngestRun"]):
+    """Ending runs: each a conditional UPDATE of the running ones, so no ending is overwritten."""
+
+    def finish(self) -> dict[str, object] | None:
+        """End these runs, where running, as done; the fields they got (None: none was running)."""
+        ended = {"status": IngestRun.Status.DONE, "finished_at": timezone.now()}
+        return ended if self.filter(status=IngestRun.Status.RUNNING).update(**ended) else None
+
+    def fail(self, error: BaseException | str) -> dict[str, object] | None:
+        """End these runs, where running, as failed on `error`; the fields they got (None: none was)."""
+        ended = {"status": IngestRun.Status.FAILED, "error": error_text(error), "finished_at": timezone.now()}
+        return ended if self.filter(status=IngestRun.Status.RUNNING).update(**ended) else None
+
+
 class IngestRun(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -128,11 +148,49 @@ class IngestRun(models.Model):
     problems = models.IntegerField(default=0)
     error = models.TextField(blank=True)
 
+    objects = IngestRunQuerySet.as_manager()
+
     class Meta:
         indexes = [models.Index(fields=["source", "-started_at"], name="run_history")]  # runs of a source
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.source_id} ({self.status})"
+
+    def begin(self, bytes_total: int) -> None:
+        """A queued run (or one asked for again) starts now, with this many bytes to read."""
+        self.status, self.bytes_total, self.started_at = self.Status.RUNNING, bytes_total, timezone.now()
+        self.save(update_fields=["status", "bytes_total", "started_at"])
+
+    def add_batch(
+        self, *, read: int, seen: int, stored: int, problems: int, source_file: SourceFile | None = None
+    ) -> None:
+        """Count a committed batch (inside its transaction). Added in SQL: the ranges of a split
+        share one run, and their workers commit batches at the same time."""
+        fields: dict[str, object] = {
+            "bytes_read": models.F("bytes_read") + read,
+            "events_seen": models.F("events_seen") + seen,
+            "events_stored": models.F("events_stored") + stored,
+            "problems": models.F("problems") + problems,
+        }
+        if source_file is not None:
+            fields["source_file"] = self.source_file = source_file
+        IngestRun.objects.filter(pk=self.pk).update(**fields)
+        self.bytes_read += read
+        self.events_seen += seen
+        self.events_stored += stored
+        self.problems += problems
+
+    def finish(self) -> None:
+        """The run ended well (if it is still running: a split's last range and a poll may both try)."""
+        self._end(IngestRun.objects.filter(pk=self.pk).finish())
+
+    def fail(self, error: BaseException | str) -> None:
+        """The run ended on `error` (if it is still running), which is kept for the operator."""
+        self._end(IngestRun.objects.filter(pk=self.pk).fail(error))
+
+    def _end(self, ended: dict[str, object] | None) -> None:
+        for name, value in (ended or {}).items():
+            setattr(self, name, value)
 
     @property
     def seconds(self) -> float | None:

@@ -27,44 +27,45 @@ import copy
 import logging
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
+from ingest.batch import Batch, ResumePoint
 from ingest.checkpoints import (
     Candidate,
     Read,
     content_size,
     find_candidates,
+    known_file,
     open_candidate,
     open_content,
+    source_lock,
     still_the_same,
+    time_carried_into,
 )
+from ingest.commit import commit_batch, record_file_hash
 from ingest.events import FlagCorrection
 from ingest.models import Chunk, IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.parsers import by_name, waits_for_next_line
 from ingest.parsers.records import Hints
-from ingest.pipeline import (
-    EventWriter,
-    _Lines,
-    _resume_dict,
+from ingest.reading import read_long_line
+from ingest.store import EventWriter
+from ingest.tail import (
+    FileLines,
     followed_format,
     hash_file_upto,
     in_second_process,
     is_log,
-    known_file,
     parsing_state,
-    record_file_hash,
-    resume_of,
-    store_batch,
     tail_messages,
-    time_carried_into,
 )
-from ingest.reading import read_long_line
 from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
@@ -98,34 +99,34 @@ def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Disp
     }
     ends: dict[str, object] = {}
     number = 0
-    carried: object = None  # the time the file before ended with (as a sequential read carries it)
+    carried: datetime | None = None  # the time the file before ended with (as a sequential read)
     for read in reads:
         known = known_file(source, read)
         if known is None:
             continue
-        start = known.resume or _resume_dict(0, 1)
-        if int(start["offset"]) == 0 and not start.get("last_time"):  # type: ignore[call-overload]
+        start = ResumePoint.from_dict(known.resume)
+        if start.offset == 0 and not start.last_time:
             before = time_carried_into(source, known) if number == 0 else None
-            carried = carried or (before.isoformat() if before else None)
+            carried = carried or before
             if carried:
-                start = start | {"last_time": carried}
+                start = replace(start, last_time=carried)
         for end, end_state, finished in _scan(source, read, start, state, known.pk):
-            if int(end["offset"]) > int(start["offset"]) or finished:  # type: ignore[call-overload]
+            if end.offset > start.offset or finished:
                 chunk = Chunk.objects.create(
                     split=split,
                     number=number,
                     source_file=known,
-                    start=start,
+                    start=start.to_dict(),
                     start_state=state,
-                    end_offset=end["offset"],
+                    end_offset=end.offset,
                     finish=finished,
                     dispatched_at=timezone.now(),
                 )
                 dispatch(chunk.pk)
                 number += 1
-            ends[str(known.pk)] = {"resume": end, "finished": finished}
+            ends[str(known.pk)] = {"resume": end.to_dict(), "finished": finished}
             start, state = end, end_state
-            carried = end.get("last_time")
+            carried = end.last_time
     split.ends = ends
     split.final_state = state
     split.planned = True
@@ -136,32 +137,31 @@ def plan_split(source: Source, run: IngestRun, reads: list[Read], dispatch: Disp
 
 
 def _scan(
-    source: Source, read: Read, start: dict[str, object], state: dict[str, object], file_id: int
-) -> Iterator[tuple[dict[str, object], dict[str, object], bool]]:
+    source: Source, read: Read, start: ResumePoint, state: dict[str, object], file_id: int
+) -> Iterator[tuple[ResumePoint, dict[str, object], bool]]:
     """The cuts of one file from `start`: (resume point, state there, read to the end) each."""
     c = read.candidate
-    offset, line, last_time = resume_of(start)
-    f, limit = open_content(c, offset)
+    f, limit = open_content(c, start.offset)
     try:
         tracker, gaps = parsing_state(source, state)
-        lines = _Lines(f, offset, line, limit, partial_ok=read.finish)  # type: ignore[arg-type]
-        for message in tail_messages(
+        lines = FileLines(f, start.offset, start.line, limit, partial_ok=read.finish)
+        for batch in tail_messages(
             fmt=followed_format(source, c.head),
             lines=lines,
             finish=read.finish,
-            hints=Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=last_time),
+            hints=Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=start.last_time),
             tracker=tracker,
             gaps=gaps,
-            writer=None,
+            formatter=None,
             batch_size=SCAN_ALL,
             cut_bytes=None if c.compressed else settings.INGEST_CHUNK_BYTES,
             file_id=file_id,
         ):
-            *_, resume, cut_state, finished = message
+            assert batch.resume is not None  # a scan is resumable
             # Kept while the scan goes on: nothing in it may be shared with the live stages.
-            yield resume, copy.deepcopy(cut_state), finished  # type: ignore[misc]
+            yield batch.resume, copy.deepcopy(batch.state), batch.finished
     finally:
-        f.close()  # type: ignore[attr-defined]
+        f.close()
 
 
 # -- 2. read a range -------------------------------------------------------------------------------
@@ -202,8 +202,8 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     if c is None:
         _chunk_lost(chunk, "the file vanished (or changed) before this part of it was read: it is lost")
         return True
-    resume = chunk.resume or chunk.start
-    offset, line, last_time = resume_of(resume)
+    start = ResumePoint.from_dict(chunk.resume or chunk.start)
+    offset = start.offset
     try:
         f, _ = open_content(c, offset)
     except (FileNotFoundError, PermissionError) as e:
@@ -216,10 +216,10 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
         limit += _line_length_at(c, chunk.end_offset)
     tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
-    lines = _Lines(f, offset, line, limit, partial_ok=chunk.finish)  # type: ignore[arg-type]
-    hints = Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=last_time)
+    lines = FileLines(f, offset, start.line, limit, partial_ok=chunk.finish)
+    hints = Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=start.last_time)
 
-    def produce() -> Iterator[tuple[object, ...]]:
+    def produce() -> Generator[Batch, None, None]:
         return tail_messages(
             fmt=fmt,
             lines=lines,
@@ -227,7 +227,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
             hints=hints,
             tracker=tracker,
             gaps=gaps,
-            writer=writer,
+            formatter=writer.formatter,
             batch_size=settings.INGEST_BATCH_SIZE,
             file_id=known.pk,
         )
@@ -238,39 +238,34 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     done = False
     batches = 0
     try:
-        for message in messages:
-            _, formatted, problems, seen, corrections, found, new_resume, state, finished = message
-            new_offset = int(new_resume["offset"])  # type: ignore[index]
-            last = finished if chunk.finish else new_offset >= chunk.end_offset
+        for batch in messages:
+            assert batch.resume is not None  # a range's read is resumable
+            new_offset = batch.resume.offset
+            last = batch.finished if chunk.finish else new_offset >= chunk.end_offset
             if not last and new_offset > chunk.end_offset:
                 raise RuntimeError(f"range {chunk.pk} read past its end ({new_offset} > {chunk.end_offset})")
             if not c.compressed and not still_the_same(f, c, min(new_offset, chunk.end_offset)):
                 log.info("range %s: %s changed while it was read; it is read again later", chunk.pk, c.path)
                 break
-            learnt += _corrections_json(corrections)  # type: ignore[arg-type]
-            with transaction.atomic():
-                stored = store_batch(
-                    writer,
-                    source,
-                    known,
-                    run,
-                    (formatted, corrections, found, problems),
-                    excerpts=is_log(c.head),
-                )
-                Chunk.objects.filter(pk=chunk.pk).update(
-                    resume=new_resume,
-                    state=state,
+            learnt += _corrections_json(batch.corrections)
+            commit_batch(
+                batch,
+                writer=writer,
+                source=source,
+                source_file=known,
+                run=run,
+                read=new_offset - offset,
+                excerpts=is_log(c.head),
+                checkpoint=partial(
+                    Chunk.objects.filter(pk=chunk.pk).update,
+                    resume=batch.resume.to_dict(),
+                    state=batch.state,
                     corrections=learnt,
                     worker=worker,
                     done=last,
                     error="",
-                )
-                IngestRun.objects.filter(pk=run.pk).update(
-                    bytes_read=F("bytes_read") + (new_offset - offset),
-                    events_seen=F("events_seen") + seen,
-                    events_stored=F("events_stored") + stored,
-                    problems=F("problems") + len(problems),  # type: ignore[arg-type]
-                )
+                ),
+            )
             offset = new_offset
             batches += 1
             if last:
@@ -279,8 +274,8 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
             if stop_after is not None and batches >= stop_after:
                 break
     finally:
-        messages.close()  # type: ignore[attr-defined]
-        f.close()  # type: ignore[attr-defined]
+        messages.close()
+        f.close()
     if done:
         finish_split(chunk.split_id)
     return done
@@ -316,28 +311,28 @@ def _corrections_json(corrections: list[FlagCorrection]) -> list[object]:
     ]
 
 
-def _corrections_from(stored: list[object]) -> list[FlagCorrection]:
+def _corrections_from(stored: list[list[Any]]) -> list[FlagCorrection]:
     return [
         FlagCorrection(
             flag,
             [(bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for h, t in keys],
             condition[0] if condition else None,  # ranges stored before conditions have none
         )
-        for flag, keys, *condition in stored  # type: ignore[misc]
+        for flag, keys, *condition in stored
     ]
 
 
 def _chunk_lost(chunk: Chunk, reason: str) -> None:
     """A range that can no longer be read: said where the operator looks, and the split goes on."""
-    resume = chunk.resume or chunk.start
+    resume = ResumePoint.from_dict(chunk.resume or chunk.start)
     with transaction.atomic():
         ParseProblem.objects.bulk_create(
             [
                 ParseProblem(
                     run=chunk.split.run,
                     source_file=chunk.source_file,
-                    line=int(resume.get("line", 1)),
-                    offset=int(resume.get("offset", 0)),
+                    line=resume.line,
+                    offset=resume.offset,
                     reason=reason,
                     excerpt=b"",
                 )
@@ -345,7 +340,7 @@ def _chunk_lost(chunk: Chunk, reason: str) -> None:
             ignore_conflicts=True,
         )
         Chunk.objects.filter(pk=chunk.pk).update(done=True, error=reason)
-        IngestRun.objects.filter(pk=chunk.split.run_id).update(problems=F("problems") + 1)
+        chunk.split.run.add_batch(read=0, seen=0, stored=0, problems=1)
     finish_split(chunk.split_id)
 
 
@@ -355,8 +350,6 @@ def _chunk_lost(chunk: Chunk, reason: str) -> None:
 def finish_split(split_id: int) -> bool:
     """End the split if every range is read: returns whether it is ended. Needs the source's lock
     (advisory locks nest: the planner and a poll hold it already); False if another holds it."""
-    from ingest.checkpoints import source_lock
-
     split = Split.objects.select_related("source", "run").get(pk=split_id)
     if split.finished_at is not None:
         return True
@@ -384,16 +377,15 @@ def finish_split(split_id: int) -> bool:
                 SourceFile.objects.filter(pk=int(file_id)).update(
                     resume=end["resume"], bytes_read=offset, last_read_at=now, finished=end["finished"]
                 )
-                if hashes.get(file_id):
-                    record_file_hash(split.source_id, int(file_id), *hashes[file_id])  # type: ignore[misc]
+                hashed = hashes.get(file_id)
+                if hashed is not None:
+                    record_file_hash(split.source_id, int(file_id), *hashed)
             source = Source.objects.select_for_update().get(pk=split.source_id)
             checkpoint = dict(source.checkpoint or {}) | split.final_state
             Source.objects.filter(pk=source.pk).update(checkpoint=checkpoint, last_data_at=now)
             split.finished_at = now
             split.save(update_fields=["finished_at"])
-            run = split.run
-            if run.status == IngestRun.Status.RUNNING:
-                IngestRun.objects.filter(pk=run.pk).update(status=IngestRun.Status.DONE, finished_at=now)
+            split.run.finish()
     log.info("source %s: split %s finished", split.source_id, split.pk)
     return True
 
@@ -410,11 +402,7 @@ def look_after_split(source: Source, dispatch: Dispatch | None) -> bool:
         # so reading on from them stores what its ranges did not (and nothing twice).
         now = timezone.now()
         Split.objects.filter(pk=split.pk).update(finished_at=now)
-        IngestRun.objects.filter(pk=split.run_id, status=IngestRun.Status.RUNNING).update(
-            status=IngestRun.Status.FAILED,
-            error="interrupted while its backlog was being shared out",
-            finished_at=now,
-        )
+        split.run.fail("interrupted while its backlog was being shared out")
         return True
     if finish_split(split.pk):
         return True

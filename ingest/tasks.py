@@ -6,8 +6,9 @@ from celery import shared_task
 from celery.app.task import Task
 from django.conf import settings
 
+from ingest.follow import SourceBusy, ingest_source, look_at_followed_files, poll_due_sources
+from ingest.models import Chunk, Split
 from ingest.partitions import create_partitions_ahead
-from ingest.pipeline import SourceBusy, ingest_source, look_at_followed_files, poll_due_sources
 from ingest.sources import check_sources_health
 from ingest.split import finish_split, read_chunk
 
@@ -70,8 +71,6 @@ def ingest_chunk_task(chunk_id: int) -> bool:
     queues again a range whose worker died."""
     done = read_chunk(chunk_id)
     if done:
-        from ingest.models import Chunk
-
         split_id = Chunk.objects.values_list("split_id", flat=True).get(pk=chunk_id)
         if not finish_split(split_id):  # the source's lock was busy: try again in a moment
             finish_split_task.apply_async((split_id,), countdown=1)
@@ -81,8 +80,6 @@ def ingest_chunk_task(chunk_id: int) -> bool:
 @shared_task(bind=True, max_retries=120, name="ingest.tasks.finish_split")
 def finish_split_task(self: Task, split_id: int) -> bool:
     """End a split whose ranges are all read, once the source's lock is free."""
-    from ingest.models import Split
-
     split = Split.objects.get(pk=split_id)
     if split.finished_at or not split.planned or split.chunks.filter(done=False).exists():
         return split.finished_at is not None  # the last range (or a poll) ends it

@@ -18,8 +18,8 @@ from django.db import transaction
 
 from ingest.checkpoints import find_candidates
 from ingest.custody import chain_file_hash
+from ingest.follow import source_ingest_now
 from ingest.models import IngestRun, Source, SourceFile
-from ingest.pipeline import source_ingest_now
 
 
 class _UploadInUploadDir(TemporaryUploadedFile):

@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from ingest.follow import source_ingest_now
 from ingest.models import Chunk, CustodyHead, CustodyLink, IngestRun, Source
-from ingest.pipeline import source_ingest_now
 from ingest.sources import SourceForm, source_health
 from ingest.tasks import ingest_source_task
 from investigations import audit

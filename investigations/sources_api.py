@@ -1,5 +1,5 @@
 """REST API for sources and their runs: validation by ingest.sources.SourceForm (as the pages),
-runs started by ingest.pipeline.source_ingest_now (as the pages)."""
+runs started by ingest.follow.source_ingest_now (as the pages)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from ingest.follow import source_ingest_now
 from ingest.health import STATES
 from ingest.models import IngestRun, Source
-from ingest.pipeline import redact_dsn, source_ingest_now
+from ingest.pipeline import redact_dsn
 from ingest.sources import Health, SourceForm, source_health
 from ingest.tasks import ingest_source_task
 from investigations import audit

@@ -22,8 +22,8 @@ import pytest
 from django.db import connection
 
 from ingest.checkpoints import LOCK_CLASS
+from ingest.follow import SourceBusy, ingest_source
 from ingest.models import Chunk, Event, IngestRun, Source, SourceFile, Split
-from ingest.pipeline import SourceBusy, ingest_source
 from ingest.tasks import ingest_source_task
 from tests.ingest.test_sources import events_of, straight_ingest
 from tests.logwriter import GeneralLogWriter, rotate_copytruncate, rotate_rename

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from ingest.follow import ingest_source
 from ingest.models import Event, IngestRun, Source
-from ingest.pipeline import ingest_source
 from ingest.sources import source_health
 
 pymysql = pytest.importorskip("pymysql")

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from ingest.models import Event, ParseProblem
-from ingest.pipeline import is_log
+from ingest.tail import is_log
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

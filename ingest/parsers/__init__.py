@@ -21,7 +21,7 @@ from ingest.parsers import (
     server_audit,
     xml_audit,
 )
-from ingest.parsers.records import NO_HINTS, Hints, Item, Resumable, ResumePoint
+from ingest.parsers.records import NO_HINTS, Hints, Item, ParsePoint, Resumable
 
 __all__ = [
     "AUTO",
@@ -105,7 +105,7 @@ class _Whole:
     def finish(self) -> Iterator[Item]:
         return iter(())
 
-    def resume_point(self) -> ResumePoint | None:
+    def resume_point(self) -> ParsePoint | None:
         return None
 
 

@@ -74,8 +74,8 @@ from ingest.parsers.records import (
     Hints,
     Item,
     LogRecord,
+    ParsePoint,
     Problem,
-    ResumePoint,
     ServerStart,
 )
 
@@ -362,8 +362,8 @@ class GeneralLogParser:
         # tuple, stored before every yield; resume_point() names its fields.
         self._resume: tuple[int, int, datetime | None] = (start_offset, start_line, last_time)
 
-    def resume_point(self) -> ResumePoint:
-        return ResumePoint(*self._resume)
+    def resume_point(self) -> ParsePoint:
+        return ParsePoint(*self._resume)
 
     def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
         """Yield every item these lines complete; the last one stays pending.

@@ -87,8 +87,9 @@ class Hints:
 NO_HINTS = Hints()
 
 
-class ResumePoint(NamedTuple):
-    """Where a new parser starts so that it yields exactly what this one has not yet."""
+class ParsePoint(NamedTuple):
+    """Where a new parser starts so that it yields exactly what this one has not yet (in the bytes
+    it was handed: ingest.batch.ResumePoint is a file's, made of this at a cut)."""
 
     offset: int  # byte offset of the first line to feed it
     line: int  # that line's 1-based number
@@ -111,7 +112,7 @@ class Resumable(Protocol):
         """The item still pending at the end of the input."""
         ...
 
-    def resume_point(self) -> ResumePoint | None:
+    def resume_point(self) -> ParsePoint | None:
         """Where a new parser starts to yield exactly what this one has not (None: it cannot tell)."""
         ...
 

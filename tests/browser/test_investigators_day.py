@@ -19,8 +19,8 @@ import pytest
 from django.core.management import call_command
 
 from auditweb.devstack import sample_logs, seed_silent
+from ingest.follow import ingest_source
 from ingest.models import Event, Source
-from ingest.pipeline import ingest_source
 from investigations.management.commands.demo_setup import CASE_OWNER, ROTATED, SILENT
 from investigations.models import Case, Report
 from investigations.roles import Role, set_role

@@ -148,8 +148,8 @@ def test_a_followed_source_keeps_accounts_across_logrotate(tmp_path) -> None:  #
     (with the flush's banner): the connections open across it keep their accounts."""
     import os
 
+    from ingest.follow import ingest_source
     from ingest.models import Source
-    from ingest.pipeline import ingest_source
 
     log = tmp_path / "general.log"
     log.write_bytes((SCENE / "mariadb-10.11.19-general.log.1").read_bytes())

@@ -15,8 +15,9 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ingest.custody import Sha256State
+from ingest.follow import ingest_source
 from ingest.models import CustodyLink, Event, Source, SourceFile
-from ingest.pipeline import ingest_file, ingest_source, source_for_path
+from ingest.pipeline import ingest_file, source_for_path
 from tests.conftest import FIXTURES
 from tests.logwriter import GeneralLogWriter, rotate_copytruncate, rotate_rename
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from ingest.follow import ingest_source
 from ingest.models import Gap, Source
-from ingest.pipeline import ingest_source
 
 from ..conftest import FIXTURES
 

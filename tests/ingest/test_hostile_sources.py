@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from ingest.follow import ingest_source
 from ingest.models import Event, IngestRun, ParseProblem, Session, Source
-from ingest.pipeline import ingest_source
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
+from ingest.follow import ingest_source
 from ingest.models import Event, IngestRun, ParseProblem, Source, SourceFile, Split
-from ingest.pipeline import ingest_file, ingest_source, source_for_path
+from ingest.pipeline import ingest_file, source_for_path
 from ingest.split import read_chunk
 from tests.ingest.test_split import stored
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from ingest.follow import ingest_source
 from ingest.models import Event, IngestRun, ParseProblem, Source
-from ingest.pipeline import ingest_source
 from tests.logwriter import GeneralLogWriter
 
 pytestmark = pytest.mark.django_db

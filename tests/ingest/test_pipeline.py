@@ -10,7 +10,9 @@ from django.core.management import call_command
 
 from ingest.models import Event, IngestRun
 from ingest.parsers import general_log
-from ingest.pipeline import in_second_process, ingest_file, source_for_path
+from ingest.parsers.general_log import GeneralLogParser
+from ingest.pipeline import ingest_file, source_for_path
+from ingest.tail import in_second_process
 
 from ..conftest import FIXTURES
 
@@ -56,11 +58,12 @@ def test_an_exception_in_the_parsing_process_fails_the_run(tmp_path, settings, m
     path = tmp_path / "general.log"
     path.write_bytes(b"2026-01-05T09:00:00.000000Z\t   12 Query\tSELECT 1\n")
 
-    def broken_parser(lines, **kwargs):  # type: ignore[no-untyped-def]
-        raise ValueError("the parser broke")
-        yield  # a generator
+    class BrokenParser(GeneralLogParser):
+        def feed(self, lines):  # type: ignore[no-untyped-def]
+            raise ValueError("the parser broke")
+            yield  # a generator
 
-    monkeypatch.setattr(general_log, "parse", broken_parser)
+    monkeypatch.setattr(general_log, "GeneralLogParser", BrokenParser)
     source = source_for_path(path, server="s", fmt="general-log", tz="UTC")
     with pytest.raises(RuntimeError, match="the parser broke"):
         ingest_file(path, source=source, fmt="general-log")

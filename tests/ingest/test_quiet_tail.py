@@ -1,7 +1,7 @@
 """The quiet tail: a followed file that stopped growing, with a newline as its last byte, has its
 last record stored (ingest.checkpoints.is_quiet), in every format a source follows; lines that
 would have continued it, written later against the servers' rule, are neither lost nor stored
-twice; and beat's look at the followed files (ingest.pipeline.look_at_followed_files) polls a
+twice; and beat's look at the followed files (ingest.follow.look_at_followed_files) polls a
 source only when its files changed or its quiet tail is due. Functions called directly; the
 real-worker test is tests/test_live_tail.py."""
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ingest.follow import ingest_source, look_at_followed_files
 from ingest.models import Event, ParseProblem, Source, SourceFile
-from ingest.pipeline import ingest_source, look_at_followed_files
 from tests.conftest import CORPUS_MISSING, FIXTURES, SHARED
 from tests.ingest.test_split import reference, stored
 from tests.logwriter import GeneralLogWriter

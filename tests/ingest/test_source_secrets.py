@@ -17,9 +17,9 @@ import pymysql
 import pytest
 from django.apps import apps
 
+from ingest.follow import ingest_source
 from ingest.models import IngestRun, Source
 from ingest.mysql_table import connect, source_password
-from ingest.pipeline import ingest_source
 
 SECRET = "worker-own-secret-8d3f"
 # Capabilities: LONG_PASSWORD, PROTOCOL_41, TRANSACTIONS, SECURE_CONNECTION, PLUGIN_AUTH (no SSL).

@@ -1,4 +1,4 @@
-"""Sources followed over time, one poll at a time (ingest.pipeline.ingest_source called directly):
+"""Sources followed over time, one poll at a time (ingest.follow.ingest_source called directly):
 growing files, rotations, truncation, replaced files. The real-worker tests are in
 tests/test_continuous.py."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from ingest.follow import ingest_source
 from ingest.models import Event, IngestRun, ParseProblem, Source, SourceFile
-from ingest.pipeline import ingest_file, ingest_source, source_for_path
+from ingest.pipeline import ingest_file, source_for_path
 from tests.logwriter import GeneralLogWriter, rotate_copytruncate, rotate_rename
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +139,7 @@ def test_a_copytruncate_between_planning_and_reading_loses_nothing(
 ) -> None:  # type: ignore[no-untyped-def]
     """The worker looked at the file (size, first bytes), then logrotate copied and truncated it
     and the server wrote again, before or while the worker read it: same inode, other bytes."""
-    from ingest import pipeline
+    from ingest import follow as following
 
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
@@ -147,7 +148,7 @@ def test_a_copytruncate_between_planning_and_reading_loses_nothing(
     ingest_source(source.pk)
     writer.write(300)
     content = b""
-    real_read_file, real_tail = pipeline._read_file, pipeline.tail_messages
+    real_read_file, real_tail = following._read_file, following.tail_messages
 
     def rotate_and_refill() -> bytes:
         old = rotate_copytruncate(log)
@@ -167,11 +168,11 @@ def test_a_copytruncate_between_planning_and_reading_loses_nothing(
                 content = rotate_and_refill()
 
     if when == "before it is opened":
-        monkeypatch.setattr(pipeline, "_read_file", rotated_before_opening)
+        monkeypatch.setattr(following, "_read_file", rotated_before_opening)
     else:
-        monkeypatch.setattr(pipeline, "tail_messages", rotated_after_first_batch)
-    monkeypatch.setattr(pipeline.settings, "INGEST_PARALLEL", False)
-    monkeypatch.setattr(pipeline.settings, "INGEST_BATCH_SIZE", 100)
+        monkeypatch.setattr(following, "tail_messages", rotated_after_first_batch)
+    monkeypatch.setattr(following.settings, "INGEST_PARALLEL", False)
+    monkeypatch.setattr(following.settings, "INGEST_BATCH_SIZE", 100)
     ingest_source(source.pk)  # the poll that planned before the rotation
     monkeypatch.undo()
     writer.write(10)

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
+from ingest.follow import ingest_source
 from ingest.models import Chunk, Event, Gap, IngestRun, Source, SourceFile, Split
-from ingest.pipeline import ingest_file, ingest_source, source_for_path
+from ingest.pipeline import ingest_file, source_for_path
 from ingest.split import read_chunk
 from tests.conftest import FIXTURES
 from tests.logwriter import GeneralLogWriter, rotate_rename

@@ -12,8 +12,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
+from ingest.follow import ingest_source
 from ingest.models import Alert, Event, Source
-from ingest.pipeline import ingest_source
 from ingest.sources import check_sources_health
 from tests.logwriter import GeneralLogWriter
 

@@ -13,8 +13,8 @@ from django.core.management import call_command
 from django.template import Context, Template
 from django.utils import timezone
 
+from ingest.follow import ingest_source
 from ingest.models import IngestRun, Source, SourceFile
-from ingest.pipeline import ingest_source
 from ingest.sources import source_health
 from tests.conftest import FIXTURES
 from tests.logwriter import GeneralLogWriter

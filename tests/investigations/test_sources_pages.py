@@ -11,8 +11,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
+from ingest.follow import ingest_source
 from ingest.models import Event, IngestRun, ParseProblem, Source, SourceFile
-from ingest.pipeline import ingest_source
 from ingest.sources import source_health
 from tests.logwriter import GeneralLogWriter
 
