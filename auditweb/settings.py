@@ -148,7 +148,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
-AXES_CLIENT_IP_CALLABLE = "investigations.audit.client_ip"
+AXES_CLIENT_IP_CALLABLE = "investigations.trail.client_ip"
 AXES_DISABLE_ACCESS_LOG = True  # successful logins are in AuditWeb's own audit trail
 AXES_VERBOSE = False  # its log lines (one per login) say nothing the audit trail does not
 # A login lasts this many hours (8 by default: a working day), from the login, not renewed by use.
@@ -201,12 +201,12 @@ X_FRAME_OPTIONS = "DENY"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "investigations.auth.ApiTokenAuthentication",
+        "investigations.api.auth.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     # Each view says its role (investigations.roles.role_permission); one that does not refuses all.
     "DEFAULT_PERMISSION_CLASSES": ["investigations.roles.NoRoleDeclared"],
-    "DEFAULT_SCHEMA_CLASS": "investigations.openapi.ErrorAwareAutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "investigations.api.schema.ErrorAwareAutoSchema",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
 }
@@ -231,7 +231,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "investigations.openapi.allow_empty_filters",
+        "investigations.api.schema.allow_empty_filters",
     ],
 }
 

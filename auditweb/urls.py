@@ -24,8 +24,8 @@ urlpatterns = [
         ),
         name="api-docs",
     ),
-    path("api/v1/", include("investigations.api_urls")),
+    path("api/v1/", include("investigations.api.urls")),
     path("", include("investigations.urls")),
 ]
 
-handler404 = "investigations.openapi.not_found"  # JSON under /api/
+handler404 = "investigations.api.schema.not_found"  # JSON under /api/

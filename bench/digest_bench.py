@@ -8,7 +8,7 @@ pt-query-digest's own report of the same log, in one run.
    changing literals (SELECT, INSERT, UPDATE, DELETE, a few DDL), so some thousands of
    fingerprints, with Connect and Quit records around them;
 2. ingests it with `manage.py ingest` into a scratch PostgreSQL database (timed, for scale);
-3. times `investigations.digest.digest` under the page's statement timeout, for several filters,
+3. times `investigations.query.digest.digest` under the page's statement timeout, for several filters,
    and the whole page and API request through Django's test client (median of `--runs`);
 4. times `pt-query-digest --type genlog` on the same file (its full report to /dev/null).
 Prints a Markdown table; writes bench/out/digest.json. `BENCH_PG` names the PostgreSQL server.
@@ -151,10 +151,11 @@ def measure(db: str, runs: int) -> dict:
     from django.test import Client
 
     from ingest.models import Event
-    from investigations.digest import digest
-    from investigations.digest_views import DIGEST_MS, DIGEST_ROWS
-    from investigations.query import filter_events, time_limit
+    from investigations.query.digest import DIGEST_MS, digest
+    from investigations.query.filters import filter_events
+    from investigations.query.limits import time_limit
     from investigations.roles import Role, set_role
+    from investigations.views.digest import DIGEST_ROWS
 
     out: dict = {"events": Event.objects.count(), "filters": {}}
     for label, params in FILTERS.items():

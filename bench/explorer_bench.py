@@ -232,8 +232,8 @@ def measure(db: str, runs: int) -> None:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from investigations.query.tables import tables_seen_refresh
     from investigations.roles import Role, set_role
-    from investigations.tables import tables_seen_refresh
 
     tables_seen_refresh()  # as the background task leaves it (timed below)
     user, _ = get_user_model().objects.get_or_create(username="bench-investigator")
@@ -256,7 +256,7 @@ def measure(db: str, runs: int) -> None:
                         "p95_ms": p95, "bytes": len(response.content)})  # fmt: skip
         print(f"{name:45} median {statistics.median(times):7.1f} ms  p95 {p95:7.1f} ms", flush=True)
     from ingest.models import Event
-    from investigations.tables import tables_seen_refresh
+    from investigations.query.tables import tables_seen_refresh
 
     began = time.perf_counter()
     names = tables_seen_refresh()  # the Tables page's list, rebuilt in the background

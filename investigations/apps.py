@@ -8,7 +8,8 @@ class InvestigationsConfig(AppConfig):
     verbose_name = "Investigations"
 
     def ready(self) -> None:
-        from investigations.audit import connect_signals, connect_throttling_signals
+        # (the trail defines a model: it may be imported only once the app registry is being filled)
+        from investigations.trail import connect_signals, connect_throttling_signals
 
         connect_signals()
         connect_throttling_signals()

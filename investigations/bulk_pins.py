@@ -10,11 +10,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from investigations import audit
+from investigations import trail
 from investigations.cases import PinResult, case_create, evidence_pin_many, note_add, saved_filter_add
 from investigations.models import Case
 
-AUDIT_IDS_PER_RECORD = 100  # the trail cuts a list in a record's details at 100 (audit._bounded)
+AUDIT_IDS_PER_RECORD = 100  # the trail cuts a list in a record's details at 100 (trail._bounded)
 SEARCH_NAME = "The search this case was made from"
 
 
@@ -23,10 +23,10 @@ def record_pins(who: Any, case: Case, result: PinResult, *, via: str) -> None:
     nothing (all were pinned already, or gone), so each request leaves a mark."""
     ids = result.pinned
     for start in range(0, len(ids), AUDIT_IDS_PER_RECORD):
-        audit.record(who, audit.Action.CASE_CHANGE, case=case.pk, what="pin", via=via,
+        trail.record(who, trail.Action.CASE_CHANGE, case=case.pk, what="pin", via=via,
                      events=ids[start : start + AUDIT_IDS_PER_RECORD])  # fmt: skip
     if not ids or result.already or result.missing:
-        audit.record(who, audit.Action.CASE_CHANGE, case=case.pk, what="pin", via=via, pinned=len(ids),
+        trail.record(who, trail.Action.CASE_CHANGE, case=case.pk, what="pin", via=via, pinned=len(ids),
                      already_pinned=len(result.already), missing=result.missing)  # fmt: skip
 
 
@@ -46,7 +46,7 @@ def case_from_search(
     user = who.user if hasattr(who, "META") else who
     with transaction.atomic():
         case = case_create(user=user, title=title, description=description)
-        audit.record(who, audit.Action.CASE_CREATE, case=case.pk, title=case.title, from_search=query,
+        trail.record(who, trail.Action.CASE_CREATE, case=case.pk, title=case.title, from_search=query,
                      matching=len(event_ids))  # fmt: skip
         saved_filter_add(case=case, user=user, name=SEARCH_NAME, query=query)
         if len(event_ids) > in_request:

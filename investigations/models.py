@@ -77,7 +77,7 @@ class TableSeen(models.Model):
     """A table name that events mention (`Event.tables`), with how often and when: the Tables page.
 
     Listing the names of millions of events takes a pass over all of them, so the list is kept
-    here and rebuilt in the background (`investigations.tables.tables_seen_refresh`); names in
+    here and rebuilt in the background (`investigations.query.tables.tables_seen_refresh`); names in
     events stored since the last rebuild are added on the fly by the page."""
 
     name = models.CharField(max_length=400, unique=True)
@@ -245,4 +245,4 @@ class Report(models.Model):
         return Path(settings.REPORT_DIR) / self.file_name if self.file_name else None
 
 
-from investigations.audit import AuditRecord  # noqa: E402, F401  (AuditWeb's own audit trail)
+from investigations.trail import AuditRecord  # noqa: E402, F401  (AuditWeb's own audit trail)

@@ -15,7 +15,7 @@ SHOWN_MAX_BYTES of it (`shown_part`) and say how much there is; the whole is a d
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db.models import BinaryField
@@ -24,12 +24,14 @@ from django.http import HttpRequest, StreamingHttpResponse
 
 from ingest.models import Event
 from ingest.sql.secrets import masked_raw
-from investigations import audit
+from investigations import trail
 from investigations.roles import Role, has_role
 
 MASKED_FLAG = "secret_masked"
 MAX_REASON = 1000  # characters of a reveal's reason
 DOWNLOAD_PIECE = 1 << 20  # bytes of a record fetched from PostgreSQL at a time
+
+Shown = TypeVar("Shown", bytes, str)  # a part of bytes is bytes, of text is text
 
 
 def raw_withheld(event: Event) -> bool:
@@ -56,9 +58,9 @@ def reason_error(reason: Any) -> str | None:
 
 def reveal_raw(request: HttpRequest, event: Event, reason: str) -> bytes:
     """The event's exact raw bytes, for an admin; recorded in the audit trail with the reason."""
-    audit.record(
+    trail.record(
         request,
-        audit.Action.RAW_REVEAL,
+        trail.Action.RAW_REVEAL,
         event=event.pk,
         server=event.server,
         reason=reason.strip(),
@@ -67,7 +69,7 @@ def reveal_raw(request: HttpRequest, event: Event, reason: str) -> bytes:
     return bytes(event.raw)
 
 
-def shown_part(data: bytes | str) -> bytes | str:
+def shown_part(data: Shown) -> Shown:
     """The part of a record's raw bytes (or of its SQL) a page or an API answer shows."""
     return data[: settings.SHOWN_MAX_BYTES]
 
@@ -94,11 +96,11 @@ def raw_event(event_id: int) -> Event | None:
 
 def raw_download(request: HttpRequest, event: Event, reason: Any = None) -> StreamingHttpResponse:
     """The event's whole raw bytes as a file, streamed in pieces; recorded in the audit trail."""
-    length = int(event.raw_length or 0)  # type: ignore[attr-defined]
+    length = int(getattr(event, "raw_length", 0) or 0)  # annotated by raw_event
     withheld = raw_withheld(event)
-    audit.record(
+    trail.record(
         request,
-        audit.Action.RAW_REVEAL if withheld else audit.Action.RAW_DOWNLOAD,
+        trail.Action.RAW_REVEAL if withheld else trail.Action.RAW_DOWNLOAD,
         event=event.pk,
         server=event.server,
         reason=reason.strip() if isinstance(reason, str) else "",

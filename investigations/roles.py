@@ -16,6 +16,7 @@ from enum import IntEnum
 from functools import wraps
 from typing import Any
 
+from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -59,8 +60,6 @@ def has_role(user: Any, role: Role) -> bool:
 
 def set_role(user: Any, role: Role | None) -> None:
     """Put the user in exactly that role's group (None: in no role)."""
-    from django.contrib.auth.models import Group
-
     user.groups.remove(*Group.objects.filter(name__in=ROLE_BY_GROUP))
     if role is not None:
         user.groups.add(Group.objects.get_or_create(name=role.group_name)[0])
@@ -80,7 +79,7 @@ def role_required(role: Role) -> Callable[[Callable[..., HttpResponse]], Callabl
                 raise PermissionDenied(f"This needs the {role.group_name} role.")
             return view(request, *args, **kwargs)
 
-        checked.required_role = role  # type: ignore[attr-defined]
+        checked.required_role = role  # type: ignore[attr-defined]  # read by the permissions test
         return checked
 
     return decorate

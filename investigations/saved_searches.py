@@ -19,7 +19,7 @@ from django.http import QueryDict
 
 from investigations.cases import can_change_case
 from investigations.models import SavedFilter
-from investigations.query import QUERY_ID, query_id
+from investigations.query.filters import QUERY_ID, query_id
 from investigations.roles import Role, has_role
 
 NAME_MAX = 200  # SavedFilter.name

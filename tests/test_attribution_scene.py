@@ -10,7 +10,7 @@ record's line in its file.
 
 The logs are ingested as a user would (`manage.py ingest`, rotated files oldest first), each
 under its own server label and all together under one more; the questions go through
-`investigations.query.filter_events` (the filter of the pages, the API and the reports) and
+`investigations.query.filters.filter_events` (the filter of the pages, the API and the reports) and
 the sessions API. Every destructive statement must come back with its true user, host,
 connection id and attribution; what a log cannot know stays unattributed; no event of any
 log names a wrong account.
@@ -27,7 +27,7 @@ import pytest
 from django.core.management import call_command
 
 from ingest.models import Event, Session
-from investigations.query import filter_events
+from investigations.query.filters import filter_events
 
 from .conftest import FIXTURES
 

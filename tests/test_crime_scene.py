@@ -7,7 +7,7 @@ and truth.json: every record the scenario left in each log, with the labels writ
 hand (account, host, connection, time window, statement type, tables, destructive, flags).
 
 Each log is ingested with `manage.py ingest` (the real pipeline, into PostgreSQL) under its
-own server label; each question is asked through `investigations.query.filter_events`,
+own server label; each question is asked through `investigations.query.filters.filter_events`,
 the one query layer the pages, the API and the reports use. An answer is right when it is
 a record the truth expects for that question AND its user, host, connection id, time,
 statement, statement type, tables, destructive and flags are those of the truth. Precision
@@ -49,7 +49,7 @@ from django.core.management import call_command
 
 from ingest.models import Event
 from ingest.sql.secrets import mask_secrets
-from investigations.query import filter_events
+from investigations.query.filters import filter_events
 
 from .conftest import FIXTURES
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
-from investigations.audit import Action, AuditRecord
+from investigations.trail import Action, AuditRecord
 
 pytestmark = pytest.mark.django_db
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from ingest.models import Event, IngestRun, Source
-from investigations.query import filter_events
+from investigations.query.filters import filter_events
 from tests.ingest.test_sources import events_of, straight_ingest
 from tests.logwriter import MariaDbLogWriter
 from tests.test_continuous import Workers, workers  # noqa: F401 - the fixture

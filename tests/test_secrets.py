@@ -25,9 +25,9 @@ from rest_framework.test import APIClient
 
 from ingest.models import Event, IngestRun, ParseProblem, Session
 from ingest.sql.secrets import mask_secrets
-from investigations.audit import AuditRecord
 from investigations.cases import case_create, evidence_pin
 from investigations.models import api_token_create
+from investigations.trail import AuditRecord
 
 from .conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""AuditWeb's own audit trail (investigations.audit), append-only: a trigger refuses every UPDATE
+"""AuditWeb's own audit trail (investigations.trail), append-only: a trigger refuses every UPDATE
 and DELETE of its rows, whoever asks (TRUNCATE, a table owner's act, is left to the database's
 grants: give the web app's role no TRUNCATE in production)."""
 

@@ -4,10 +4,12 @@ Reversible: going back deletes the saved searches that belong to no case, which 
 schema cannot hold (a case's saved searches stay)."""
 
 import django.db.models.deletion
+from django.apps.registry import Apps as StateApps
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 
-def delete_caseless(apps, schema_editor):  # type: ignore[no-untyped-def]
+def delete_caseless(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     apps.get_model("investigations", "SavedFilter").objects.filter(case__isnull=True).delete()
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Callable
+from datetime import datetime
 from typing import IO
 
+from investigations.models import Case, Report
 from investigations.reports import content
 from investigations.reports.text import csv_cell
 
@@ -17,8 +20,8 @@ COLUMNS = [
 ]  # fmt: skip
 
 
-def _iso(when: object) -> str:
-    return when.isoformat() if when is not None else ""  # type: ignore[attr-defined]
+def _iso(when: datetime | None) -> str:
+    return when.isoformat() if when is not None else ""
 
 
 def row(item: content.Item) -> list[object]:
@@ -37,14 +40,12 @@ def row(item: content.Item) -> list[object]:
     ]  # fmt: skip
 
 
-def write_csv(case: object, report: object, out: IO[bytes], progress: Callable[[int], None]) -> None:
+def write_csv(case: Case, report: Report, out: IO[bytes], progress: Callable[[int], None]) -> None:
     """UTF-8 with a BOM (spreadsheets then read it as UTF-8), CRLF rows as RFC 4180 has them."""
-    import io
-
     text = io.TextIOWrapper(out, encoding="utf-8-sig", newline="", write_through=True)
     writer = csv.writer(text)
     writer.writerow(COLUMNS)
-    for item in content.evidence_items(case):  # type: ignore[arg-type]
+    for item in content.evidence_items(case):
         writer.writerow([csv_cell(v) for v in row(item)])
         progress(item.number)
     text.flush()

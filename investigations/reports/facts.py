@@ -8,18 +8,20 @@ say how many more there are.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import PurePath
+from typing import Any
 
 from django.db import connection
-from django.db.models import Count, F, Func, Q, Sum
+from django.db.models import Count, F, Func, Q, QuerySet, Sum
 
 from ingest.models import Event, Gap
 from ingest.parsers import format_choices
-from investigations.attribution import EXPLAINED
-from investigations.custody import ChainHeads, chain_heads
+from investigations.evidence_custody import ChainHeads, chain_heads
 from investigations.models import Case, Evidence
+from investigations.query.attribution import EXPLAINED
 from investigations.reports import content
 from investigations.reports.timeline import Bin, bin_starts, choose_bin
 
@@ -89,7 +91,7 @@ class Facts:
     heads: ChainHeads
 
 
-def _pinned(case: Case):  # type: ignore[no-untyped-def]
+def _pinned(case: Case) -> QuerySet[Event]:
     return Event.objects.filter(id__in=Evidence.objects.filter(case=case).values("event_id"))
 
 
@@ -137,7 +139,7 @@ def case_facts(case: Case) -> Facts:
     )
 
 
-def _accounts(events) -> tuple[list[Account], int]:  # type: ignore[no-untyped-def]
+def _accounts(events: QuerySet[Event]) -> tuple[list[Account], int]:
     rows = events.values("user", "host", "server", "attribution").annotate(
         n=Count("id"), d=Count("id", filter=Q(destructive=True))
     )
@@ -157,7 +159,7 @@ def _accounts(events) -> tuple[list[Account], int]:  # type: ignore[no-untyped-d
     return ranked[:LISTED], max(0, len(ranked) - LISTED)
 
 
-def _counted(rows, key: str) -> tuple[list[Counted], int]:  # type: ignore[no-untyped-def]
+def _counted(rows: Iterable[dict[str, Any]], key: str) -> tuple[list[Counted], int]:
     counted = rows.annotate(n=Count("id"), d=Count("id", filter=Q(destructive=True)))
     merged: dict[str, Counted] = {}
     for row in counted:
@@ -169,12 +171,12 @@ def _counted(rows, key: str) -> tuple[list[Counted], int]:  # type: ignore[no-un
     return ranked[:LISTED], max(0, len(ranked) - LISTED)
 
 
-def _tables(events) -> tuple[list[Counted], int]:  # type: ignore[no-untyped-def]
+def _tables(events: QuerySet[Event]) -> tuple[list[Counted], int]:
     unnested = events.annotate(table=Func(F("tables"), function="unnest")).values("table")
     return _counted(unnested, "table")
 
 
-def _rows_unrecorded(events) -> list[tuple[str, int]]:  # type: ignore[no-untyped-def]
+def _rows_unrecorded(events: QuerySet[Event]) -> list[tuple[str, int]]:
     """Pinned statements whose log does not record the rows they changed, per log format (or per
     file, for a source whose format was detected file by file)."""
     formats = dict(format_choices())
@@ -195,7 +197,7 @@ def _rows_unrecorded(events) -> list[tuple[str, int]]:  # type: ignore[no-untype
     return sorted(out.items())
 
 
-def _reasons(events) -> list[tuple[str, str, int]]:  # type: ignore[no-untyped-def]
+def _reasons(events: QuerySet[Event]) -> list[tuple[str, str, int]]:
     rows = events.values("attribution").annotate(n=Count("id"))
     found = []
     for row in rows:

@@ -30,6 +30,7 @@ Writer = Callable[[Case, Report, IO[bytes], Callable[[int], None]], None]
 
 
 def _writers() -> dict[str, Writer]:
+    # (the writers load reportlab, which only a worker writing a report needs, not the web process)
     from investigations.reports.csv_report import write_csv
     from investigations.reports.json_report import write_json
     from investigations.reports.pdf import write_pdf

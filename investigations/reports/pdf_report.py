@@ -37,7 +37,7 @@ from reportlab.platypus import (
     TableStyle,
 )
 
-from investigations.custody import ChainHeads
+from investigations.evidence_custody import ChainHeads
 from investigations.models import Case, Report
 from investigations.reports import content
 from investigations.reports.text import (

@@ -10,6 +10,7 @@ the caption says what one bar counts ("events per 100 ms", "per hour").
 from __future__ import annotations
 
 import math
+from datetime import datetime
 
 from reportlab.graphics.shapes import Drawing, Line, Polygon, Rect, String
 from reportlab.lib import colors
@@ -51,7 +52,7 @@ def timeline_drawing(t: facts.Timeline) -> Drawing:
     chart_start, chart_end = t.starts[0], t.starts[-1] + t.bin.width
     span_us = (chart_end - chart_start).total_seconds()
 
-    def x_of(when) -> float:  # type: ignore[no-untyped-def]
+    def x_of(when: datetime) -> float:
         seconds = (when - chart_start).total_seconds()
         return x0 + width * min(max(seconds / span_us, 0.0), 1.0)
 

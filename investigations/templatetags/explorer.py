@@ -10,7 +10,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from investigations.palette import badge_class
+from investigations.views.palette import badge_class
 
 register = template.Library()
 

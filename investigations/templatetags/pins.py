@@ -8,8 +8,8 @@ from typing import Any
 
 from django import template
 
-from investigations.case_forms import BulkPinForm
 from investigations.cases import MAX_PINS_PER_REQUEST, cases_to_pin_into, pins_of
+from investigations.forms import BulkPinForm
 from investigations.models import Case
 
 register = template.Library()

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from investigations.saved_search_views import tools_context
+from investigations.views.saved_searches import tools_context
 
 register = template.Library()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ingest.models import Event, Gap, Session
-from investigations.attribution import attribution_proof
+from investigations.query.attribution import attribution_proof
 
 pytestmark = pytest.mark.django_db
 GENLOG = Path(__file__).resolve().parent.parent / "fixtures" / "genlog" / "mariadb-10.11.19-scenario.log"

@@ -203,7 +203,7 @@ def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their
 
 
 def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
-    from investigations.serializers import EventSerializer
+    from investigations.api.events import EventSerializer
 
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     alerts, _ = poll_all(api_client)
@@ -216,7 +216,7 @@ def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ing
 
 def test_the_feeds_alerts_are_what_the_documented_serializer_says(api_client, ingest_bytes, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from ingest.alerts import alerts_after
-    from investigations.serializers import AlertSerializer
+    from investigations.api.alerts import AlertSerializer
 
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     source = Source.objects.create(

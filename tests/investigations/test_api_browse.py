@@ -12,8 +12,8 @@ from rest_framework.test import APIClient
 
 from ingest.models import Event, Gap, Session
 from investigations.models import api_token_create
+from investigations.query.tables import tables_seen_refresh
 from investigations.roles import Role, set_role
-from investigations.tables import tables_seen_refresh
 
 from ..conftest import FIXTURES
 

@@ -180,7 +180,7 @@ def test_a_client_that_goes_away_stops_the_export_and_leaves_the_connection_usab
 ) -> None:  # type: ignore[no-untyped-def]
     from django.db import connection
 
-    from investigations.export import CHUNK_BYTES
+    from investigations.query.export import CHUNK_BYTES
 
     for n in range(6):  # about 4 chunks of lines
         ingest_bytes(SLAP.read_bytes(), name=f"slap{n}.log", server=f"slap-{n}")

@@ -62,7 +62,7 @@ def test_every_parameter_has_a_description_and_an_example(schema) -> None:  # ty
 
 
 def test_every_event_filter_is_documented_on_the_event_endpoints(schema) -> None:  # type: ignore[no-untyped-def]
-    from investigations.query import EventFilter
+    from investigations.query.filters import EventFilter
 
     filters = set(EventFilter.base_filters)
     listed = {p["name"] for p in schema["paths"]["/api/v1/events/"]["get"]["parameters"]}

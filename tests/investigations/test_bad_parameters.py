@@ -97,7 +97,7 @@ def test_an_upload_of_any_name_is_kept_read_and_recorded(
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from ingest.models import SourceFile
-    from investigations.audit import Action, AuditRecord
+    from investigations.trail import Action, AuditRecord
 
     settings.UPLOAD_DIR = tmp_path / "uploads"
     body = b"2026-03-01T09:00:00.000000Z\t  100 Query\tDELETE FROM shop.orders\n"

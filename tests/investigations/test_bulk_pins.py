@@ -12,9 +12,9 @@ from django.test import Client
 from django.urls import reverse
 
 from ingest.models import Event
-from investigations.audit import AuditRecord
 from investigations.cases import MAX_PINS_PER_REQUEST, case_create, case_set_status, evidence_pin
 from investigations.models import Case, CaseNote, Evidence, SavedFilter
+from investigations.trail import AuditRecord
 from tests.investigations.cases_data import CULPRIT_SQL, story
 
 pytestmark = pytest.mark.django_db

@@ -217,7 +217,7 @@ def test_an_investigator_edits_the_case_and_adds_a_colleague(
 
 
 def test_opening_a_case_and_pinning_are_in_the_audit_trail(investigator_client, culprit):
-    from investigations.audit import Action, AuditRecord
+    from investigations.trail import Action, AuditRecord
 
     investigator_client.post(reverse("pin"), {"event": culprit.pk, "case": "new", "title": "Wiped orders"})
     case = Case.objects.get(title="Wiped orders")

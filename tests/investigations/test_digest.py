@@ -12,9 +12,9 @@ from collections import Counter, defaultdict
 import pytest
 
 from ingest.models import Event
-from investigations.digest import SAMPLE_CHARS, digest
 from investigations.models import api_token_create
-from investigations.query import filter_events, query_id
+from investigations.query.digest import SAMPLE_CHARS, digest
+from investigations.query.filters import filter_events, query_id
 
 from ..conftest import FIXTURES
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from ingest.models import Event
-from investigations.query import bucket_width
+from investigations.query.timeline import bucket_width
 from tests.investigations.logs import genlog
 from tests.investigations.test_explorer import chart_of
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ingest.models import Event
-from investigations.precision import time_digits
+from investigations.views.precision import time_digits
 from tests.investigations.logs import SCENARIO, genlog
 
 SAMPLES = [

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from ingest.models import Event
-from investigations import views
+from investigations.views import explorer
 from tests.investigations.logs import SCENARIO, genlog
 
 pytestmark = pytest.mark.django_db
@@ -87,7 +87,7 @@ def test_a_cursor_it_never_gave_out_is_explained(investigator_client, scenario) 
 def test_it_says_more_than_n_rather_than_counting_everything(
     investigator_client, scenario, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(views, "COUNT_LIMIT", 10)
+    monkeypatch.setattr(explorer, "COUNT_LIMIT", 10)
     html = investigator_client.get("/events/").content.decode()
     assert "More than 10 events match." in html
 

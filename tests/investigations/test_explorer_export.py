@@ -12,8 +12,8 @@ from html import unescape
 import pytest
 
 from ingest.models import Event
-from investigations.audit import Action, AuditRecord
 from investigations.reports.text import FORMULA_STARTS, csv_cell
+from investigations.trail import Action, AuditRecord
 from tests.investigations.logs import SCENARIO, genlog
 
 pytestmark = pytest.mark.django_db

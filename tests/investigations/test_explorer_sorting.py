@@ -11,7 +11,8 @@ import pytest
 from django.db.models import F
 
 from ingest.models import Event
-from investigations.query import SORT_KEYS, filter_events, sorted_page
+from investigations.query.filters import SORT_KEYS, filter_events
+from investigations.query.pages import sorted_page
 from tests.investigations.logs import SCENARIO
 from tests.investigations.test_api_events import LOG
 

@@ -11,8 +11,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from ingest.models import Event
-from investigations.audit import AuditRecord
 from investigations.models import api_token_create
+from investigations.trail import AuditRecord
 
 pytestmark = pytest.mark.django_db
 

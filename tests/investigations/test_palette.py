@@ -1,4 +1,4 @@
-"""One palette of statement types (investigations/palette.py) for every chart and every badge."""
+"""One palette of statement types (investigations/views/palette.py) for every chart and every badge."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from investigations.palette import (
+from investigations.views.palette import (
     CSS_FILE,
     OTHER,
     OTHER_DESTRUCTIVE,
@@ -26,7 +26,7 @@ TEMPLATES = ROOT / "templates"
 
 
 def test_the_stylesheet_is_the_palette_written_out() -> None:
-    assert CSS_FILE.read_text() == palette_css(), "run: python -m investigations.palette"
+    assert CSS_FILE.read_text() == palette_css(), "run: python -m investigations.views.palette"
 
 
 def test_each_type_has_its_own_class_and_colour_in_the_stylesheet() -> None:

@@ -17,7 +17,7 @@ from django.core.management import call_command
 
 from ingest.models import Event, Gap
 from investigations.cases import case_create, evidence_pin
-from investigations.custody import chain_heads
+from investigations.evidence_custody import chain_heads
 from investigations.reports import facts
 from investigations.reports.pdf_summary import ROWS_NOT_RECORDED
 from investigations.reports.text import BREAK_AFTER

@@ -300,7 +300,7 @@ def test_a_running_report_shows_its_progress_and_is_polled(investigator_client, 
 def test_generating_and_downloading_a_report_is_in_the_audit_trail(
     investigator_client, story_case, django_capture_on_commit_callbacks, celery_eager
 ):
-    from investigations.audit import Action, AuditRecord
+    from investigations.trail import Action, AuditRecord
 
     with django_capture_on_commit_callbacks(execute=True):
         investigator_client.post(reverse("case-report", args=[story_case.pk]), {"format": "pdf"})

@@ -99,7 +99,7 @@ def test_create_login_reset_password_gives_a_new_password_and_keeps_the_role(dja
     from django.core.management import call_command
     from django.core.management.base import CommandError
 
-    from investigations.audit import AuditRecord
+    from investigations.trail import AuditRecord
 
     call_command("create_login", "admin", "--superuser", stdout=StringIO())
     out = StringIO()

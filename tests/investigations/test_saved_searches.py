@@ -7,11 +7,11 @@ import pytest
 from django.http import QueryDict
 from django.urls import reverse
 
-from investigations.audit import AuditRecord
 from investigations.cases import case_create, saved_filter_add
 from investigations.models import SavedFilter
 from investigations.roles import Role, set_role
 from investigations.saved_searches import default_name, search_query
+from investigations.trail import AuditRecord
 
 pytestmark = pytest.mark.django_db
 

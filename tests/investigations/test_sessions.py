@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from ingest.models import Event, Session
-from investigations import session_views
+from investigations.views import sessions
 from tests.investigations.logs import genlog
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_transactions_are_bracketed_and_the_rolled_back_change_flagged(
 def test_a_long_session_is_paged_and_a_page_may_begin_inside_a_transaction(
     investigator_client, ingest_bytes, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(session_views, "STATEMENTS_PAGE", 3)
+    monkeypatch.setattr(sessions, "STATEMENTS_PAGE", 3)
     ingest_bytes(TRANSACTIONS, server="bank1")
     session = Session.objects.get(user="dora")
     first = investigator_client.get(f"/sessions/{session.pk}/").content.decode()

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from investigations import tables
 from investigations.models import TableCatalogue, TableSeen
-from investigations.tables import tables_seen, tables_seen_refresh, tables_seen_refresh_due
+from investigations.query import tables
+from investigations.query.tables import tables_seen, tables_seen_refresh, tables_seen_refresh_due
 from tests.investigations.logs import genlog
 
 pytestmark = pytest.mark.django_db

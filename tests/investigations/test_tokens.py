@@ -12,9 +12,9 @@ from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from investigations.audit import Action, AuditRecord
 from investigations.models import ApiToken, api_token_create, hash_token
 from investigations.roles import SIEM_REFUSED
+from investigations.trail import Action, AuditRecord
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from investigations.audit import Action, AuditRecord
 from investigations.roles import Role, user_role
+from investigations.trail import Action, AuditRecord
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
-from investigations import audit
+from investigations import trail
 from investigations.models import api_token_create
 from investigations.roles import ROLE_BY_GROUP, Role, set_role, user_role
 
@@ -65,8 +65,8 @@ class Command(BaseCommand):
         token, key = api_token_create(
             user=user, name=str(options["name"]), expires_at=options["expires"], siem=bool(options["siem"])
         )
-        audit.record(
-            user, audit.Action.TOKEN_CREATE, token=token.prefix, name=token.name, siem=token.siem,
+        trail.record(
+            user, trail.Action.TOKEN_CREATE, token=token.prefix, name=token.name, siem=token.siem,
             expires_at=token.expires_at, owner=user.get_username(), via="manage.py create_api_token",
         )  # fmt: skip
         if token.siem:

@@ -9,7 +9,7 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from investigations import audit
+from investigations import trail
 from investigations.roles import ROLE_BY_GROUP, Role, set_role
 
 
@@ -66,5 +66,5 @@ class Command(BaseCommand):
         user.set_password(password)
         user.save(update_fields=["password"])
         # Who ran it is the machine's user, not a login: the record names the login changed.
-        audit.record(None, audit.Action.USER_CHANGE, user=username, what="password reset by manage.py")
+        trail.record(None, trail.Action.USER_CHANGE, user=username, what="password reset by manage.py")
         self.stdout.write(f"New password of {username}: {password} (shown only this once).")

@@ -21,6 +21,7 @@ from ingest.sources import SourceForm
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case
 from investigations.reports.generate import report_request
+from investigations.tasks import generate_report
 
 # Server labels: one real server's story each (README "Quick start" tells them).
 LIVE = "demo-live"
@@ -103,8 +104,6 @@ class Command(BaseCommand):
         parser.add_argument("--followed", required=True, type=Path, help="Folder of the followed demo logs")
 
     def handle(self, *args: object, **options: Any) -> None:
-        from investigations.tasks import generate_report
-
         for name, made in followed_sources(options["followed"].resolve()):
             self.stdout.write(f"Source {name}: {'added' if made else 'there already'}.")
         owner = get_user_model().objects.filter(username=CASE_OWNER).first()

@@ -1,6 +1,6 @@
 """`manage.py verify_evidence`: prove (or disprove) that neither the logs nor the store nor a
 report were altered after the fact. See ingest.custody (what is recorded), ingest.verify (the store
-and the files) and investigations.custody (cases and reports)."""
+and the files) and investigations.evidence_custody (cases and reports)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from ingest.verify import (
     verify_files,
     verify_store,
 )
-from investigations.custody import evidence_digest, verify_case, verify_report
+from investigations.evidence_custody import evidence_digest, verify_case, verify_report
 from investigations.models import Case
 
 LABELS = {ALTERED: "ALTERED", UNCHECKED: "NOT CHECKED", OK: "ok"}
