@@ -59,7 +59,8 @@ def test_the_demo_runs_while_its_postgresql_socket_is_there(tmp_path) -> None:  
 
 
 def test_the_demo_writes_what_its_processes_run_with_for_other_terminals(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from auditweb.devstack import Stack, demo_env
+    from devtools.demo import demo_env
+    from devtools.services import Stack
 
     stack = Stack(profile="demo", env={"DATABASE_URL": DEMO["DATABASE_URL"], "REDIS_URL": DEMO["REDIS_URL"]})
     stack.home = tmp_path
@@ -78,7 +79,7 @@ def test_the_demo_writes_what_its_processes_run_with_for_other_terminals(tmp_pat
 
 
 def test_the_banner_gives_new_passwords_or_says_how_to_reset_one() -> None:
-    from auditweb.devstack import password_lines
+    from devtools.demo import password_lines
 
     made = [f"Created login {n} ({n}) with password pw-{n} (shown only this once).\n" for n in ("a", "b")]
     assert password_lines(made)[:2] == [line.strip() for line in made]

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from auditweb.demofeed import feed as demo_feed
-from auditweb.demofeed import highest_id, read_sample, rounds
+from devtools.demofeed import feed as demo_feed
+from devtools.demofeed import highest_id, read_sample, rounds
 from tests.conftest import FIXTURES
 
 SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"

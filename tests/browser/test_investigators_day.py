@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from auditweb.devstack import sample_logs, seed_silent
+from devtools.demo import sample_logs, seed_silent
 from ingest.models import Event, Source
 from ingest.pipeline import ingest_source
 from investigations.management.commands.demo_setup import CASE_OWNER, ROTATED, SILENT
