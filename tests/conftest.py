@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import Workers
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 # Third-party sample logs (Percona, MySQL Enterprise, McAfee, MariaDB's docs...), read in place,
@@ -125,3 +127,13 @@ def celery_eager():  # type: ignore[no-untyped-def]
         yield
     finally:
         app.conf.task_always_eager = before
+
+
+@pytest.fixture
+def workers(tmp_path):
+    """Celery worker processes of the test's own (tests/processes.py), none left after it."""
+    w = Workers(tmp_path)
+    try:
+        yield w
+    finally:
+        w.stop_all()

@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -165,12 +166,6 @@ def test_every_readme_command_is_classified_and_every_classification_used() -> N
 
 
 # --- the demo checkout ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def base_env(port: int) -> dict[str, str]:

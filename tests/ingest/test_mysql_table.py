@@ -10,7 +10,6 @@ reachable. No Django, no PostgreSQL.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import io
 import json
@@ -30,8 +29,8 @@ from ingest.parsers.records import LogRecord
 pytestmark = pytest.mark.mariadb
 
 pymysql = pytest.importorskip("pymysql")
+from tests.mariadb import hold_lock, root_or_skip  # noqa: E402 - after the skip
 
-LOCK = "/tmp/auditweb-mariadb.lock"
 REGENERATE = Path(__file__).resolve().parents[1] / "fixtures" / "general_log_table" / "regenerate.py"
 READER = ("tl_reader", "Reader-tl-3")
 
@@ -42,20 +41,6 @@ def _scenario_module() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _lock(seconds: float = 600) -> int:
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                pytest.skip(f"{LOCK} stayed held for {seconds:.0f} s (another run uses the server)")
-            time.sleep(1)
 
 
 def _reader() -> Any:
@@ -82,13 +67,9 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    try:
-        probe = pymysql.connect(unix_socket="/run/mysqld/mysqld.sock", user="root", connect_timeout=3)
-    except Exception as e:  # any failure to connect means "no server here"
-        pytest.skip(f"MariaDB is not reachable on /run/mysqld/mysqld.sock: {e}")
-    probe.close()
+    root_or_skip().close()
     scenario = _scenario_module()
-    fd = _lock()
+    fd = hold_lock()
     conn = scenario.root()
     found = scenario.settings(conn)
     was_empty = scenario.table_rows(conn) == 0
@@ -120,7 +101,6 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
             scenario.truncate(conn)
         scenario.cleanup(conn)
         conn.close()
-        fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
 

@@ -15,15 +15,9 @@ from ingest.models import Event
 from investigations.audit import AuditRecord
 from investigations.cases import MAX_PINS_PER_REQUEST, case_create, case_set_status, evidence_pin
 from investigations.models import Case, CaseNote, Evidence, SavedFilter
-from tests.investigations.cases_data import CULPRIT_SQL, story
+from tests.investigations.cases_data import CULPRIT_SQL
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def events(ingest_bytes):  # type: ignore[no-untyped-def]
-    ingest_bytes(story(), server="db1")
-    return Event.objects
 
 
 @pytest.fixture

@@ -6,19 +6,12 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from ingest.models import Event
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case, CaseNote, Evidence, SavedFilter
 from investigations.roles import Role, set_role
-from tests.investigations.cases_data import CULPRIT_SQL, story
+from tests.investigations.cases_data import CULPRIT_SQL
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def events(ingest_bytes):  # type: ignore[no-untyped-def]
-    ingest_bytes(story(), server="db1")
-    return Event.objects
 
 
 @pytest.fixture

@@ -3,12 +3,10 @@ file handed over, checked against the store, its chain and the original log."""
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ingest.models import Event
@@ -16,19 +14,11 @@ from ingest.pipeline import ingest_file, source_for_path
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case, Report
 from tests.conftest import FIXTURES
+from tests.ingest.test_custody import verify
 
 pytestmark = pytest.mark.django_db
 
 CRIME_SCENE = FIXTURES / "crime_scene" / "mariadb-10.11.19-general.log"
-
-
-def verify(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("verify_evidence", *args, stdout=out)
-    except CommandError as e:
-        return e.returncode, out.getvalue()
-    return 0, out.getvalue()
 
 
 @pytest.fixture
