@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PIECE = 1 << 20
@@ -68,7 +69,7 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
         lengths = [len(line) for line in g]
         out = {"lines": len(lengths), "longest": max(lengths)}
     else:
-        lines = _Lines(g, 0, 1, None, partial_ok=True, cap=cap)  # type: ignore[arg-type]
+        lines = _Lines(g, 0, 1, None, partial_ok=True, cap=cap)  # type: ignore[arg-type]  # GzipFile reads as BinaryIO
         events, problems = 0, []
         tracker = SessionTracker("bench")
         for message in tail_messages(
@@ -81,8 +82,8 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
             writer=None,
             batch_size=1 << 30,
         ):
-            events += message[3]  # type: ignore[operator]
-            problems += [p.reason for p in message[2] if isinstance(p, Problem)]  # type: ignore[attr-defined]
+            events += message[3]  # type: ignore[operator]  # an untyped message tuple: its count
+            problems += [p.reason for p in message[2] if isinstance(p, Problem)]  # type: ignore[attr-defined]  # its problems
         out = {"events": events, "problems": problems, "read_to": lines.offset}
     g.close()
     cpu = time.process_time() - start
@@ -90,7 +91,7 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
     return out | {"baseline_kib": baseline, "peak_kib": peak, "cpu_s": round(cpu, 2)}
 
 
-def measure(path: Path, cap: int, unbounded: bool) -> dict[str, object]:
+def measure(path: Path, cap: int, unbounded: bool) -> dict[str, Any]:
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); from bench.huge_line_bench import read; "
         "print(json.dumps(read(sys.argv[2], int(sys.argv[3]), sys.argv[4] == '1')))"
@@ -148,7 +149,7 @@ def main() -> int:
             print(
                 f"line of {size:>13,} bytes, .gz of {path.stat().st_size:>9,} bytes, {how}: {json.dumps(r)}"
             )
-            if not unbounded and (r.get("events") != 3 or len(r.get("problems", [])) != 1):  # type: ignore[arg-type]
+            if not unbounded and (r.get("events") != 3 or len(r.get("problems", [])) != 1):
                 failed = True  # the Connect, the DELETE (cut) and the DROP after it; one problem
     return 1 if failed else 0
 
