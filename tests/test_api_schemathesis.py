@@ -1,24 +1,10 @@
 """Property-based checks of the whole REST API against its own live OpenAPI schema (Schemathesis).
 
-The schema is read from `/api/schema/` of the running application (its WSGI app, in this
-process), so an endpoint added later is checked as soon as it is in the schema. Every operation
-is called with generated parameters and bodies, valid and invalid, as an admin with a token,
-over a store that holds real ingested events (the crime scene's logs); each response must not
-be a server error and must match what the schema says of that operation: status code, content
-type, body and headers.
-
-Every check Schemathesis has runs, but one: "a request the schema allows is accepted". The
-cursors (`cursor`, alerts' `after`) are opaque strings that only AuditWeb hands out; OpenAPI
-cannot say which strings those are, and a made-up one is refused (400) by design.
-
-And one kind of "a request the schema forbids was accepted" is not counted: a value generated
-as invalid for a repeatable query parameter (an array) that goes over the wire as text the
-schema allows (a one-item array and a scalar are the same `?statement_type=I`). Schemathesis
-knows such false positives for other parameter shapes and fixes them release by release; the
-request as sent is checked here against the parameter's schema before it is set aside.
-
-Bounded and deterministic for CI: `MAX_EXAMPLES` cases an operation, derandomized (the same
-cases on every run).
+Every operation of `/api/schema/` (read from the app in this process, so a new endpoint is
+checked as soon as it is there) is called with generated parameters, valid and invalid, as an
+admin over the crime scene's events; no answer may be a server error or differ from what the
+schema says. `MAX_EXAMPLES` derandomized cases an operation; the two checks set aside, and why:
+"The REST API" in docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,38 +1,9 @@
 """The crime scene: an investigator's questions, asked of every log the real MariaDB wrote of it.
 
-tests/fixtures/crime_scene/ holds one scenario (see regenerate.py there) recorded at once by
-the general log file, the mysql.general_log table (its CSV file and an INTO OUTFILE export,
-each in two parts: before and after the attacker truncated the table) and server_audit,
-and truth.json: every record the scenario left in each log, with the labels written by
-hand (account, host, connection, time window, statement type, tables, destructive, flags).
-
-Each log is ingested with `manage.py ingest` (the real pipeline, into PostgreSQL) under its
-own server label; each question is asked through `investigations.query.filter_events`,
-the one query layer the pages, the API and the reports use. An answer is right when it is
-a record the truth expects for that question AND its user, host, connection id, time,
-statement, statement type, tables, destructive and flags are those of the truth. Precision
-(right answers / answers) and recall (right answers / expected answers) must be 100%; the
-report prints them (`./dev test tests/test_crime_scene.py -s`).
-
-What is compared: statements and connection records. Not compared: server_audit's TABLE
-records (which tables a statement opened, mysql.* statistics tables included: the truth
-does not predict them; `Table ...` commands), the general log's start banners (`Server
-start`, no session's doing), the current database (server_audit names `mysql` for a
-session that has none), and flags outside FLAGS (`unparsed`, `time_approximate`...).
-
-What each log can tell, and so what the truth expects of it (truth.json has one entry per
-record as each log writes it):
-- the general log file and the table cannot tell whether a statement succeeded: a DELETE
-  that failed is a destructive DELETE there (server_audit flags it `failed` with its code),
-  and a refused attempt to switch logging off is a gap that the next record closes; a
-  refused login is visible in all (two Connect records there, FAILED_CONNECT in the audit);
-- server_audit writes a binary-protocol Execute, and the statement an SQL EXECUTE ran, as a
-  plain query: it cannot tell that they were prepared; it writes each statement of a
-  multi-statement string, and the statements a CALL ran (before the CALL); it masks
-  passwords; it writes no restart banner: connection ids starting over show the restart,
-  at the next login;
-- the table lost the attacker's TRUNCATE of itself (the statement's row went with the
-  rest); the audit log does not have her last step (it was switched off just before).
+Each log of tests/fixtures/crime_scene/ is ingested by `manage.py ingest` under its own server
+label and asked through `filter_events`; every answer must be one truth.json expects, with its
+account, time, statement and labels (what is compared, and what each log can tell: "The crime
+scene" in docs/architecture.md).
 """
 
 from __future__ import annotations
