@@ -124,7 +124,7 @@ def test_two_workers_on_one_source_store_each_event_once(tmp_path: Path, workers
     assert not IngestRun.objects.filter(status=IngestRun.Status.FAILED).exists()
 
 
-def test_a_source_held_by_another_connection_is_busy(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_source_held_by_another_connection_is_busy(tmp_path: Path, settings) -> None:
     settings.INGEST_SETTLE_SECONDS = 3600  # the last record waits, however slow this machine
     log = tmp_path / "general.log"
     GeneralLogWriter(log).write(10)

@@ -60,7 +60,7 @@ def server_of(log: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def crime_scene(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def crime_scene(django_db_setup, django_db_blocker):
     """Every log of the scene ingested once for this module (committed; flushed afterwards)."""
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
@@ -275,13 +275,13 @@ pytestmark = pytest.mark.django_db
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.ask[:60])
 def test_the_investigator_gets_exactly_the_expected_answers(
     crime_scene, log: str, question: Question
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     score, wrong = ask(question, log, truth_of_events(log))
     assert wrong == []
     assert score.right == score.expected
 
 
-def test_precision_and_recall_are_100_percent_on_every_log(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_precision_and_recall_are_100_percent_on_every_log(crime_scene) -> None:
     lines = [f"{'log':<14} {'answers':>8} {'expected':>9} {'right':>6} {'precision':>10} {'recall':>7}"]
     total = Score()
     for log in LOGS:
@@ -303,7 +303,7 @@ def test_precision_and_recall_are_100_percent_on_every_log(crime_scene) -> None:
     assert (total.precision, total.recall) == (1.0, 1.0)
 
 
-def test_the_truth_covers_every_record_of_every_log(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_truth_covers_every_record_of_every_log(crime_scene) -> None:
     for log in LOGS:
         pairs = truth_of_events(log)
         records = Event.objects.filter(server=server_of(log)).exclude(command__startswith="Table ")
@@ -316,7 +316,7 @@ def test_the_truth_covers_every_record_of_every_log(crime_scene) -> None:  # typ
             )
 
 
-def test_the_general_log_shows_the_restart_and_the_others_show_ids_starting_over(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_general_log_shows_the_restart_and_the_others_show_ids_starting_over(crime_scene) -> None:
     for log in LOGS:
         boots = Event.objects.filter(server=server_of(log)).values_list("session__boot", flat=True)
         assert len(set(boots)) == 2, log
@@ -365,7 +365,7 @@ def told(question: Question, log: str, other: str) -> set[tuple[Any, ...]]:
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.ask[:60])
 def test_two_logs_of_the_scene_give_the_same_answers_about_what_both_recorded(
     crime_scene, log: str, other: str, question: Question
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # Independent of the truth's labels: the two answers are compared with each other.
     blind = [x for x in (log, other) if question.params.get("flag") in CANNOT_TELL.get(LOGS[x][2], ())]
     if blind:
@@ -379,7 +379,7 @@ def test_two_logs_of_the_scene_give_the_same_answers_about_what_both_recorded(
         assert answers, "the two logs share records that answer this"
 
 
-def test_every_log_names_the_same_people_for_what_happened_to_shop_orders(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_every_log_names_the_same_people_for_what_happened_to_shop_orders(crime_scene) -> None:
     """Who, from where, in which connection and which second, whatever log one reads: the general log's
     Execute record and server_audit's copy of the DELETE it ran are the same deletion, a CALL and the
     statements server_audit says it ran are the same call."""
@@ -393,7 +393,7 @@ def test_every_log_names_the_same_people_for_what_happened_to_shop_orders(crime_
     }  # fmt: skip
 
 
-def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(crime_scene) -> None:
     found = filter_events(
         {
             "table": "shop.orders",
@@ -418,7 +418,7 @@ def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(c
     )
 
 
-def test_the_gaps_each_log_shows(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_gaps_each_log_shows(crime_scene) -> None:
     """Where recording stopped, as each log shows it, in order, with whether it is still open."""
     from ingest.models import Gap
 

@@ -81,7 +81,7 @@ def write_log(path: Path) -> dict[str, int]:
         os.close(fd)
 
 
-def test_what_the_plugin_wrote_is_read_back_exactly(tmp_path, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_what_the_plugin_wrote_is_read_back_exactly(tmp_path, api_client) -> None:
     log = Path("/tmp") / f"auditweb-live-audit-{os.getpid()}.log"  # the server writes it as its own user
     log.unlink(missing_ok=True)
     try:

@@ -95,7 +95,7 @@ def pull() -> str:
     return out.getvalue()
 
 
-def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api_client) -> None:
     summary = pull()
     assert "events stored" in summary
     # The table keeps the rows of earlier runs too: this run's connections tell ours apart.
@@ -127,14 +127,14 @@ def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api
     assert Event.objects.count() == count
 
 
-def test_a_pull_killed_half_way_resumes_without_loss_or_repeats(scenario, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_pull_killed_half_way_resumes_without_loss_or_repeats(scenario, settings) -> None:
     settings.INGEST_BATCH_SIZE = 3
     source = table_source(dsn=DSN, server="live-db")
 
     class Killed(Exception):
         pass
 
-    def die_after_first_batch(run) -> None:  # type: ignore[no-untyped-def]
+    def die_after_first_batch(run) -> None:
         raise Killed
 
     conn = connect(DSN, READER_PASSWORD)

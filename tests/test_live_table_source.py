@@ -78,7 +78,7 @@ def write_statements(marker: str, done: threading.Event, polls: list[int]) -> No
         done.set()
 
 
-def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_table, settings) -> None:  # type: ignore[no-untyped-def]
+def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_table, settings) -> None:
     settings.INGEST_BATCH_SIZE = 25
     os.environ["AUDITWEB_SOURCE_LS_READER_PASSWORD"] = READER_PASSWORD
     source = Source.objects.create(
@@ -109,7 +109,7 @@ def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_tabl
     assert source_health(Source.objects.get(pk=source.pk)).state == "alive"
 
 
-def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(logging_to_table) -> None:  # type: ignore[no-untyped-def]
+def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(logging_to_table) -> None:
     os.environ["AUDITWEB_SOURCE_LS_WRONG_PASSWORD"] = "not-the-password"
     source = Source.objects.create(
         name="refused",

@@ -161,7 +161,7 @@ def test_every_readme_command_is_classified_and_every_classification_used() -> N
         "README commands this test does not know: add each to COMMANDS (run, answers or not run "
         f"with why): {unclassified}"
     )
-    used = {classification(c)[0] for c in commands}  # type: ignore[index]
+    used = {classification(c)[0] for c in commands}
     assert set(COMMANDS) == used, f"COMMANDS names commands the README no longer has: {set(COMMANDS) - used}"
 
 
@@ -178,7 +178,7 @@ def base_env(port: int) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def demo_checkout():  # type: ignore[no-untyped-def]
+def demo_checkout():
     """A copy of the checkout with `./dev demo` running in it: (its folder, its port)."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs git and a git checkout, to copy the files a clone has")
@@ -233,7 +233,7 @@ def demo_checkout():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.demo
-def test_every_readme_command_works_as_written_in_a_demo_checkout(demo_checkout) -> None:  # type: ignore[no-untyped-def]
+def test_every_readme_command_works_as_written_in_a_demo_checkout(demo_checkout) -> None:
     clone, port = demo_checkout
     banner = (clone.parent / "demo.log").read_text()
     # The passwords are in the closing banner, after everything else the demo printed.
@@ -247,7 +247,7 @@ def test_every_readme_command_works_as_written_in_a_demo_checkout(demo_checkout)
     failures = []
     ran = 0
     for command in readme_commands(README.read_text()):
-        _, kind = classification(command)  # type: ignore[misc]
+        _, kind = classification(command)
         if isinstance(kind, NotRun):
             continue
         script = (

@@ -26,7 +26,7 @@ def test_an_event_is_pinned_from_the_explorer_into_a_new_case_and_its_pdf_downlo
     settings,
     tmp_path,
     celery_eager,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     settings.REPORT_DIR = tmp_path / "reports"

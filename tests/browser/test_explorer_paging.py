@@ -13,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"  # 320 events: several pages
 
 
-def table_top(page) -> float:  # type: ignore[no-untyped-def]
+def table_top(page) -> float:
     """Where the results table begins, in the viewport (0: at the top edge)."""
     return page.locator("#event-table").bounding_box()["y"]
 

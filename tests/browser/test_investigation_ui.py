@@ -46,7 +46,7 @@ def browser() -> Iterator[object]:
 class Visit:
     """One browser tab, logged in as the investigator, noting what a page must never do."""
 
-    def __init__(self, browser, live_server) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, browser, live_server) -> None:
         self.url = live_server.url
         self.context = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id="UTC")
         self.page = self.context.new_page()
@@ -59,7 +59,7 @@ class Visit:
         self.page.on("request", lambda r: self.requests.append(r.url))
         self.page.on("load", lambda _: setattr(self, "loads", self.loads + 1))
 
-    def _console(self, message) -> None:  # type: ignore[no-untyped-def]
+    def _console(self, message) -> None:
         # htmx logs a request it dropped for a newer one (hx-sync replace) as an error: not one.
         aborted = message.text.startswith(("htmx:afterRequest", "htmx:sendAbort"))
         if message.type == "error" and not aborted:
@@ -85,7 +85,7 @@ class Visit:
 
 
 @pytest.fixture
-def visit(browser, live_server, investigator) -> Iterator[Visit]:  # type: ignore[no-untyped-def]
+def visit(browser, live_server, investigator) -> Iterator[Visit]:
     v = Visit(browser, live_server)
     yield v
     v.context.close()
@@ -93,7 +93,7 @@ def visit(browser, live_server, investigator) -> Iterator[Visit]:  # type: ignor
 
 def test_an_investigator_filters_down_to_the_culprit_and_follows_him_to_his_session(
     visit, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     visit.log_in()
     page = visit.page
@@ -137,7 +137,7 @@ def test_an_investigator_filters_down_to_the_culprit_and_follows_him_to_his_sess
     assert visit.dialogs == [] and visit.errors == []
 
 
-def chart_bucket(page, label: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def chart_bucket(page, label: str) -> tuple[float, float]:
     """Where on the page the chart's bar for `label` is (its middle)."""
     x, y = page.evaluate(
         """(label) => {
@@ -151,7 +151,7 @@ def chart_bucket(page, label: str) -> tuple[float, float]:  # type: ignore[no-un
     return box["x"] + x, box["y"] + y
 
 
-def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     in_second = {
         e.sql for e in Event.objects.filter(tables__contains=["shop.orders"], occurred_at__second=22)
@@ -181,7 +181,7 @@ def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, 
     assert {c.strip() for c in cells} == in_second
 
 
-def test_dragging_across_bars_narrows_to_all_of_them(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_dragging_across_bars_narrows_to_all_of_them(visit, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     visit.log_in()
     page = visit.page
@@ -197,7 +197,7 @@ def test_dragging_across_bars_narrows_to_all_of_them(visit, ingest_bytes) -> Non
     ]
 
 
-def test_the_keyboard_reaches_the_filters_and_the_statement_type_picker(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_keyboard_reaches_the_filters_and_the_statement_type_picker(visit, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     visit.log_in()
     page = visit.page
@@ -214,7 +214,7 @@ def test_the_keyboard_reaches_the_filters_and_the_statement_type_picker(visit, i
     assert page.inner_text("#f-types .chosen") == "DROP TABLE"
 
 
-def test_a_stored_attack_in_the_log_shows_as_text_and_runs_nothing(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_stored_attack_in_the_log_shows_as_text_and_runs_nothing(visit, ingest_bytes) -> None:
     ingest_bytes(HOSTILE)
     delete = Event.objects.get(statement_type="DELETE")
     visit.log_in()

@@ -44,13 +44,13 @@ class Clicks:
     def __init__(self) -> None:
         self.count = 0
 
-    def __call__(self, locator, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, locator, **kwargs) -> None:
         self.count += 1
         locator.click(**kwargs)
 
 
 @pytest.fixture
-def demo(tmp_path, settings, django_user_model, celery_eager) -> str:  # type: ignore[no-untyped-def]
+def demo(tmp_path, settings, django_user_model, celery_eager) -> str:
     """The demo's servers as `./dev demo` loads them: its sample logs through `manage.py ingest`,
     demo-silent's followed log delivered once, and `demo_setup`'s sources and case (its report
     written at once). Returns the culprit the demo's case names."""

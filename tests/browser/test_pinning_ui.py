@@ -42,7 +42,7 @@ def test_the_pin_popover_stays_in_the_window_and_closes_on_escape_and_outside_cl
     visit: Visit,  # noqa: F811
     ingest_bytes,
     investigator,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(GENERAL_LOG.read_bytes(), server="db-prod-1", name="general.log")
     case_create(user=investigator, title="shop.orders")
     visit.log_in()
@@ -85,7 +85,7 @@ def test_several_events_are_ticked_and_pinned_to_a_case_in_one_click(
     ingest_bytes,
     investigator,
     tmp_path,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(GENERAL_LOG.read_bytes(), server="db-prod-1", name="general.log")
     case = case_create(user=investigator, title="bob's session")
     visit.log_in()
@@ -134,7 +134,7 @@ def test_from_the_culprit_to_the_pdf_of_his_whole_session_in_five_clicks(
     settings,
     tmp_path,
     celery_eager,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     settings.REPORT_DIR = tmp_path / "reports"

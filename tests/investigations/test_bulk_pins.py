@@ -21,12 +21,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def bobs(events):  # type: ignore[no-untyped-def]
+def bobs(events):
     """bob's statements, oldest first (connect, select, delete, drop)."""
     return list(events.filter(user="bob").order_by("occurred_at", "id"))
 
 
-def pin_selected(client, ids, case, **extra):  # type: ignore[no-untyped-def]
+def pin_selected(client, ids, case, **extra):
     return client.post(reverse("pin-selected"), {"event": ids, "case": case, **extra}, HTTP_HX_REQUEST="true")
 
 

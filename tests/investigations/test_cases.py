@@ -15,11 +15,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def culprit(events):  # type: ignore[no-untyped-def]
+def culprit(events):
     return events.get(sql=CULPRIT_SQL)
 
 
-def login_as(client, django_user_model, name: str, role: Role | None):  # type: ignore[no-untyped-def]
+def login_as(client, django_user_model, name: str, role: Role | None):
     user = django_user_model.objects.create_user(name)
     set_role(user, role)
     client.force_login(user)
