@@ -1,7 +1,8 @@
 """Shared fixtures: personas and helpers to ingest bytes.
 
 Tests run against a real PostgreSQL (DATABASE_URL; `./dev test` starts an
-embedded one when it is not set). Nothing here mocks the database.
+embedded one when it is not set). Nothing here mocks the database. The fixtures import the
+project's models inside themselves: this module is imported before pytest-django sets Django up.
 """
 
 from __future__ import annotations

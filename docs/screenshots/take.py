@@ -72,7 +72,7 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
 
 
 def take(url: str, username: str, password: str) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # a dev package: needed only here
 
     shots: list[Path] = []
     with sync_playwright() as p:
