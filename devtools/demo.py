@@ -188,14 +188,10 @@ def demo(stack: Stack) -> int:
         "web", [*manage, "runserver", "--noreload", address], marker=f"runserver --noreload {address}"
     )
     url = f"http://{address}/"
-    deadline = time.monotonic() + 60
-    while http_status(url + "accounts/login/") != 200:
-        stack.check()
-        if web.proc.poll() is not None:
-            raise Failed(f"the web server exited with {web.proc.returncode}")
-        if time.monotonic() > deadline:
-            raise Failed(f"the web server did not answer on {url}accounts/login/ within 60 s")
-        time.sleep(0.3)
+    login = url + "accounts/login/"
+    stack.wait_ready(
+        web, lambda: http_status(login) == 200, f"the web server did not answer on {login}", 60, 0.3
+    )
 
     lines = [
         f"AuditWeb is running at {url}  (up in {time.monotonic() - started:.0f} s)",

@@ -245,6 +245,20 @@ class Supervisor:
             raise Failed(f"`{shlex.join(str(part) for part in cmd)}` exited with {proc.returncode}.")
         return proc.returncode, b"".join(chunks).decode(errors="replace")
 
+    def wait_ready(
+        self, child: Child, ready: Callable[[], bool], what: str, seconds: float, every: float = 0.2
+    ) -> None:
+        """Wait until `ready()`; fail, naming the child's log, if it exits or `seconds` pass first."""
+        where = f"; see {child.log}" if child.log else ""
+        deadline = time.monotonic() + seconds
+        while not ready():
+            self.check()
+            if child.proc.poll() is not None:
+                raise Failed(f"{child.name} exited with {child.proc.returncode}{where}")
+            if time.monotonic() > deadline:
+                raise Failed(f"{what} within {seconds:.0f} s{where}")
+            time.sleep(every)
+
     def stop_all(self) -> None:
         """Stop the children, newest first: web, worker, Redis, PostgreSQL."""
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -17,7 +17,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -170,14 +169,10 @@ class Stack(Supervisor):
             account=account,
             cwd=self.home,
         )
-        deadline = time.monotonic() + 60
-        while subprocess.run([bindir / "pg_isready", "-q", "-h", sockets, "-U", "postgres"]).returncode:
-            self.check()
-            if child.proc.poll() is not None:
-                raise Failed(f"PostgreSQL exited with {child.proc.returncode}; see {child.log}")
-            if time.monotonic() > deadline:
-                raise Failed(f"PostgreSQL did not come up within 60 s; see {child.log}")
-            time.sleep(0.2)
+        isready = [bindir / "pg_isready", "-q", "-h", sockets, "-U", "postgres"]
+        self.wait_ready(
+            child, lambda: subprocess.run(isready).returncode == 0, "PostgreSQL did not come up", 60
+        )
         psql = [bindir / "psql", "-X", "-q", "-h", sockets, "-U", "postgres", "-d", "postgres", "-Atc"]
         query = "SELECT 1 FROM pg_database WHERE datname = 'auditweb'"
         if subprocess.run([*psql, query], capture_output=True, text=True, check=True).stdout.strip() != "1":
@@ -204,14 +199,7 @@ class Stack(Supervisor):
             marker=f"unixsocket:{path}",
             log=self.logs / "redis.log",
         )
-        deadline = time.monotonic() + 30
-        while not redis_ping(path):
-            self.check()
-            if child.proc.poll() is not None:
-                raise Failed(f"redis-server exited with {child.proc.returncode}; see {child.log}")
-            if time.monotonic() > deadline:
-                raise Failed(f"Redis did not answer within 30 s; see {child.log}")
-            time.sleep(0.1)
+        self.wait_ready(child, lambda: redis_ping(path), "Redis did not answer", 30, every=0.1)
         say(f"Redis is up on {path} (pid {child.proc.pid})")
         # Celery (kombu) takes redis+socket://PATH?virtual_host=DB; redis-py would want unix://PATH?db=DB.
         return f"redis+socket://{path}?virtual_host=0"
