@@ -24,7 +24,7 @@ from ingest.pipeline import ingest_source
 from investigations.management.commands.demo_setup import CASE_OWNER, ROTATED, SILENT
 from investigations.models import Case, Report
 from investigations.roles import Role, set_role
-from tests.browser.test_investigation_ui import Visit, browser, visit  # noqa: F401 (fixtures)
+from tests.browser.conftest import Visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -73,7 +73,7 @@ def demo(tmp_path, settings, django_user_model, celery_eager) -> str:
 
 
 def test_the_investigators_day_from_the_answer_to_a_verified_pdf_in_five_clicks(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     demo: str,
     tmp_path: Path,
 ) -> None:

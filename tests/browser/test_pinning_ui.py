@@ -15,7 +15,7 @@ import pytest
 
 from investigations.cases import case_create
 from investigations.models import Evidence, Report
-from tests.browser.test_investigation_ui import Visit, browser, visit  # noqa: F401 (fixtures)
+from tests.browser.conftest import Visit
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -39,7 +39,7 @@ def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 def test_the_pin_popover_stays_in_the_window_and_closes_on_escape_and_outside_clicks(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     investigator,
 ) -> None:
@@ -81,7 +81,7 @@ def test_the_pin_popover_stays_in_the_window_and_closes_on_escape_and_outside_cl
 
 
 def test_several_events_are_ticked_and_pinned_to_a_case_in_one_click(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     investigator,
     tmp_path,
@@ -128,7 +128,7 @@ def test_several_events_are_ticked_and_pinned_to_a_case_in_one_click(
 
 
 def test_from_the_culprit_to_the_pdf_of_his_whole_session_in_five_clicks(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     investigator,
     settings,
