@@ -61,19 +61,12 @@ def generate(db: str, events: int) -> None:
 
 def measure(db: str, polls: int) -> None:
     explorer_bench.setup_django(db)
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
     from django.db import connection
     from rest_framework.test import APIClient
 
     from ingest.models import Alert, Event
-    from investigations.models import api_token_create
-    from investigations.roles import Role, set_role
 
-    call_command("migrate", verbosity=0)  # (a database generated before the newest migrations)
-    user, _ = get_user_model().objects.get_or_create(username="bench-siem")
-    set_role(user, Role.VIEWER)
-    _, key = api_token_create(user=user)
+    key = explorer_bench.viewer_token("bench-siem")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     with connection.cursor() as cur:

@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -100,7 +101,7 @@ def write_log(path: Path, events: int) -> int:
     return written
 
 
-def timed_runs(fn, runs: int) -> float:  # type: ignore[no-untyped-def]
+def timed_runs(fn: Callable[[], object], runs: int) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
@@ -151,7 +152,7 @@ def measure(db: str, runs: int) -> dict:
     from django.test import Client
 
     from ingest.models import Event
-    from investigations.query.digest import DIGEST_MS, digest
+    from investigations.query.digest import DIGEST_MS, Digest, digest
     from investigations.query.filters import filter_events
     from investigations.query.limits import time_limit
     from investigations.roles import Role, set_role
@@ -160,15 +161,15 @@ def measure(db: str, runs: int) -> dict:
     out: dict = {"events": Event.objects.count(), "filters": {}}
     for label, params in FILTERS.items():
 
-        def run(params: dict = params) -> object:
+        def run(params: dict = params) -> Digest:
             with time_limit(DIGEST_MS):
                 return digest(filter_events(params).qs, limit=DIGEST_ROWS)
 
         found = run()
         out["filters"][label] = {
             "seconds": timed_runs(run, runs),
-            "statements": found.statements,  # type: ignore[attr-defined]
-            "fingerprints": found.fingerprints,  # type: ignore[attr-defined]
+            "statements": found.statements,
+            "fingerprints": found.fingerprints,
         }
     user = get_user_model().objects.create_user("bench-digest")
     set_role(user, Role.VIEWER)

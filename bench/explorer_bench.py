@@ -1,24 +1,11 @@
 """Benchmark: the investigation pages over millions of events, server time per page.
 
-    # 1. a scratch database holding 10 million events (takes minutes; about 6 GB)
-    flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py generate --events 10000000
-    # 2. server time of each page: the Django test client in this process, several runs each
-    flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py measure --runs 15
-    # what the investigation indexes cost ingestion: COPY of 1M of those events into a copy of
-    # the event table with the ingest app's indexes, then with the investigation ones added
-    flock -x /tmp/auditweb-cpu.lock .venv/bin/python bench/explorer_bench.py indexcost
-    # 3. drop the scratch database
-    .venv/bin/python bench/explorer_bench.py drop
-
-The events are made by SQL (generate_series) straight into the partitioned, indexed event
-table, shaped like a busy fleet: 30 days, 4 servers, 50,000 sessions of 200 statements
-interleaved ten at a time, 10 databases of 20 tables each, two thirds SELECT, a tenth
-UPDATE, 3% DELETE, some DDL, TRUNCATE and DROP, a few statements switching logging off,
-and a few gaps. Times advance steadily (as in a log), so each day holds a thirtieth.
-`measure` logs in as a user of its own and asks each page as a browser would (the full page,
-and the explorer's partial as htmx asks it); the figures are the time from request to
-response inside Django, database included. Results: a Markdown table and bench/out/explorer.json.
-`BENCH_PG` (default postgres://postgres@127.0.0.1:5432) names the server; `--db` the database.
+`generate` writes the events with SQL into the migrated event table (a busy fleet's shape),
+`measure` asks each page as a browser would and times it inside Django, `indexcost` prices the
+investigation indexes for ingestion, `drop` removes the scratch database. The commands, the
+data's shape and the results: docs/benchmarks.md, "The investigation pages over 10 million
+events". `BENCH_PG` (default postgres://postgres@127.0.0.1:5432) names the server; `--db` the
+database.
 """
 
 from __future__ import annotations
@@ -57,6 +44,21 @@ def setup_django(db: str) -> None:
     import django
 
     django.setup()
+
+
+def viewer_token(username: str) -> str:
+    """The database migrated to the newest schema, and an API key of a viewer named `username`."""
+    # Imported here: Django is set up (setup_django) only once the database is named.
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from investigations.models import api_token_create
+    from investigations.roles import Role, set_role
+
+    call_command("migrate", verbosity=0)  # (a database generated before the newest migrations)
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    set_role(user, Role.VIEWER)
+    return api_token_create(user=user)[1]
 
 
 def admin_sql(sql: str) -> None:

@@ -78,17 +78,10 @@ def stream(port: int, key: str, schema: str) -> tuple[int, int, float]:
 
 def measure(db: str, port: int) -> None:
     explorer_bench.setup_django(db)
-    from django.contrib.auth import get_user_model
-    from django.core.management import call_command
 
     from ingest.models import Event
-    from investigations.models import api_token_create
-    from investigations.roles import Role, set_role
 
-    call_command("migrate", verbosity=0)  # (a database generated before the newest migrations)
-    user, _ = get_user_model().objects.get_or_create(username="bench-export")
-    set_role(user, Role.VIEWER)
-    _, key = api_token_create(user=user)
+    key = explorer_bench.viewer_token("bench-export")
     count = Event.objects.count()
     env = {**os.environ, "DATABASE_URL": f"{explorer_bench.PG}/{db}", "DEBUG": "false",
            "SECRET_KEY": "bench", "ALLOWED_HOSTS": "127.0.0.1"}  # fmt: skip

@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PIECE = 1 << 20
@@ -90,7 +91,7 @@ def read(path: str, cap: int, unbounded: bool) -> dict[str, object]:
     return out | {"baseline_kib": baseline, "peak_kib": peak, "cpu_s": round(cpu, 2)}
 
 
-def measure(path: Path, cap: int, unbounded: bool) -> dict[str, object]:
+def measure(path: Path, cap: int, unbounded: bool) -> dict[str, Any]:
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); from bench.huge_line_bench import read; "
         "print(json.dumps(read(sys.argv[2], int(sys.argv[3]), sys.argv[4] == '1')))"
@@ -148,7 +149,7 @@ def main() -> int:
             print(
                 f"line of {size:>13,} bytes, .gz of {path.stat().st_size:>9,} bytes, {how}: {json.dumps(r)}"
             )
-            if not unbounded and (r.get("events") != 3 or len(r.get("problems", [])) != 1):  # type: ignore[arg-type]
+            if not unbounded and (r.get("events") != 3 or len(r.get("problems", [])) != 1):
                 failed = True  # the Connect, the DELETE (cut) and the DROP after it; one problem
     return 1 if failed else 0
 

@@ -47,9 +47,9 @@ def stage_items(fmt: str, path: Path, stage: int) -> Iterator[object]:
     tracker = SessionTracker("bench", ZoneInfo("UTC"))
     items: Iterator[object] = by_name(fmt).parse(opened.lines, hints=Hints(mtime_year=2026))
     if stage >= 1:
-        items = tracker.process(items)  # type: ignore[arg-type]
+        items = tracker.process(items)  # type: ignore[arg-type]  # one variable for every stage's output
     if stage >= 2:
-        items = GapFinder().process(classify_events(items, tracker.routines))  # type: ignore[arg-type]
+        items = GapFinder().process(classify_events(items, tracker.routines))  # type: ignore[arg-type]  # as above
     return items
 
 

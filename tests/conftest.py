@@ -1,7 +1,8 @@
 """Shared fixtures: personas and helpers to ingest bytes.
 
 Tests run against a real PostgreSQL (DATABASE_URL; `./dev test` starts an
-embedded one when it is not set). Nothing here mocks the database.
+embedded one when it is not set). Nothing here mocks the database. The fixtures import the
+project's models inside themselves: this module is imported before pytest-django sets Django up.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from tests.processes import Workers
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -20,14 +23,14 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 @pytest.fixture(autouse=True)
-def _log_roots_take_in_the_tests_temporary_folders(settings, tmp_path_factory):  # type: ignore[no-untyped-def]
+def _log_roots_take_in_the_tests_temporary_folders(settings, tmp_path_factory):
     """File sources read only below AUDITWEB_LOG_ROOTS (/var/log by default); tests follow
     logs they write under pytest's temporary folder, which is a log root for them."""
     settings.LOG_ROOTS = [*settings.LOG_ROOTS, tmp_path_factory.getbasetemp().resolve()]
 
 
 @pytest.fixture
-def investigator(django_user_model):  # type: ignore[no-untyped-def]
+def investigator(django_user_model):
     from investigations.roles import Role, set_role
 
     user = django_user_model.objects.create_user("ivy", password="correct horse battery staple")
@@ -36,7 +39,7 @@ def investigator(django_user_model):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def viewer(django_user_model):  # type: ignore[no-untyped-def]
+def viewer(django_user_model):
     from investigations.roles import Role, set_role
 
     user = django_user_model.objects.create_user("vic", password="correct horse battery staple")
@@ -45,7 +48,7 @@ def viewer(django_user_model):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def admin_user(django_user_model):  # type: ignore[no-untyped-def]
+def admin_user(django_user_model):
     """An admin by role (not a superuser): sources, tokens of others, the audit trail."""
     from investigations.roles import Role, set_role
 
@@ -55,7 +58,7 @@ def admin_user(django_user_model):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def admin_api_client(admin_user):  # type: ignore[no-untyped-def]
+def admin_api_client(admin_user):
     from rest_framework.test import APIClient
 
     from investigations.models import api_token_create
@@ -67,13 +70,13 @@ def admin_api_client(admin_user):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def investigator_client(client, investigator):  # type: ignore[no-untyped-def]
+def investigator_client(client, investigator):
     client.force_login(investigator)
     return client
 
 
 @pytest.fixture
-def api_client(investigator):  # type: ignore[no-untyped-def]
+def api_client(investigator):
     from rest_framework.test import APIClient
 
     from investigations.models import api_token_create
@@ -85,11 +88,11 @@ def api_client(investigator):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def ingest_bytes(tmp_path):  # type: ignore[no-untyped-def]
+def ingest_bytes(tmp_path):
     """Write `data` to a log file and ingest it; returns the finished IngestRun."""
     from ingest.pipeline import ingest_file, source_for_path
 
-    def _ingest(data: bytes, *, name: str = "general.log", server: str = "test", fmt: str = "auto"):  # type: ignore[no-untyped-def]
+    def _ingest(data: bytes, *, name: str = "general.log", server: str = "test", fmt: str = "auto"):
         path = tmp_path / name
         path.write_bytes(data)
         source = source_for_path(path, server=server, fmt=fmt, tz="UTC")
@@ -99,13 +102,13 @@ def ingest_bytes(tmp_path):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def report_written(django_capture_on_commit_callbacks):  # type: ignore[no-untyped-def]
+def report_written(django_capture_on_commit_callbacks):
     """Ask for a report as the case page does, then run the worker's task on commit (as a worker
     would, in this process); returns the report, written (or failed)."""
     from investigations.reports.generate import report_request
     from investigations.tasks import generate_report
 
-    def _write(case, fmt, user):  # type: ignore[no-untyped-def]
+    def _write(case, fmt, user):
         with django_capture_on_commit_callbacks(execute=True):
             report = report_request(case=case, fmt=fmt, user=user, queue=generate_report)
         report.refresh_from_db()
@@ -115,7 +118,7 @@ def report_written(django_capture_on_commit_callbacks):  # type: ignore[no-untyp
 
 
 @pytest.fixture
-def celery_eager():  # type: ignore[no-untyped-def]
+def celery_eager():
     """Tasks sent with `.delay()` run at once in this process, as CELERY_TASK_ALWAYS_EAGER does."""
     from auditweb.celery import app
 
@@ -125,3 +128,13 @@ def celery_eager():  # type: ignore[no-untyped-def]
         yield
     finally:
         app.conf.task_always_eager = before
+
+
+@pytest.fixture
+def workers(tmp_path):
+    """Celery worker processes of the test's own (tests/processes.py), none left after it."""
+    w = Workers(tmp_path)
+    try:
+        yield w
+    finally:
+        w.stop_all()

@@ -1,24 +1,10 @@
 """Property-based checks of the whole REST API against its own live OpenAPI schema (Schemathesis).
 
-The schema is read from `/api/schema/` of the running application (its WSGI app, in this
-process), so an endpoint added later is checked as soon as it is in the schema. Every operation
-is called with generated parameters and bodies, valid and invalid, as an admin with a token,
-over a store that holds real ingested events (the crime scene's logs); each response must not
-be a server error and must match what the schema says of that operation: status code, content
-type, body and headers.
-
-Every check Schemathesis has runs, but one: "a request the schema allows is accepted". The
-cursors (`cursor`, alerts' `after`) are opaque strings that only AuditWeb hands out; OpenAPI
-cannot say which strings those are, and a made-up one is refused (400) by design.
-
-And one kind of "a request the schema forbids was accepted" is not counted: a value generated
-as invalid for a repeatable query parameter (an array) that goes over the wire as text the
-schema allows (a one-item array and a scalar are the same `?statement_type=I`). Schemathesis
-knows such false positives for other parameter shapes and fixes them release by release; the
-request as sent is checked here against the parameter's schema before it is set aside.
-
-Bounded and deterministic for CI: `MAX_EXAMPLES` cases an operation, derandomized (the same
-cases on every run).
+Every operation of `/api/schema/` (read from the app in this process, so a new endpoint is
+checked as soon as it is there) is called with generated parameters, valid and invalid, as an
+admin over the crime scene's events; no answer may be a server error or differ from what the
+schema says. `MAX_EXAMPLES` derandomized cases an operation; the two checks set aside, and why:
+"The REST API" in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -50,7 +36,7 @@ LOGS = [
 
 
 @pytest.fixture
-def admin_token(django_user_model) -> str:  # type: ignore[no-untyped-def]
+def admin_token(django_user_model) -> str:
     from investigations.models import api_token_create
     from investigations.roles import Role, set_role
 
@@ -60,7 +46,7 @@ def admin_token(django_user_model) -> str:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def wsgi_app():  # type: ignore[no-untyped-def]
+def wsgi_app():
     """The application, called in this thread inside the test's transaction. Django closes a
     connection that is not in autocommit when a request starts or ends (the test transaction's
     is not), so, as Django's own test client does, that is switched off meanwhile."""
@@ -76,7 +62,7 @@ def wsgi_app():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def api_schema(admin_token, wsgi_app):  # type: ignore[no-untyped-def]
+def api_schema(admin_token, wsgi_app):
     for name, fmt, server in LOGS:
         call_command("ingest", str(CRIME / name), "--format", fmt, "--server", server, "--timezone", "UTC",
                      stdout=io.StringIO())  # fmt: skip
@@ -98,7 +84,7 @@ def real_ids() -> dict[str, int]:
     }
 
 
-def cases(operation, ids: dict) -> st.SearchStrategy:  # type: ignore[no-untyped-def]
+def cases(operation, ids: dict) -> st.SearchStrategy:
     """Valid and invalid requests for the operation, on made-up and on real rows."""
     own = {p.name: ids[p.name] for p in operation.path_parameters if p.name in ids}
     return st.one_of(
@@ -115,7 +101,7 @@ def _as_sent(value: object) -> str:
     return "" if value is None else str(value)
 
 
-def valid_as_sent(failure: Exception, case, schema: dict) -> bool:  # type: ignore[no-untyped-def]
+def valid_as_sent(failure: Exception, case, schema: dict) -> bool:
     """Whether an accepted "invalid" request was in fact valid as it went over the wire: the
     invalid part is a repeatable (array) query parameter whose values, as text, fit its schema."""
     if not isinstance(failure, AcceptedNegativeData):
@@ -133,7 +119,7 @@ def valid_as_sent(failure: Exception, case, schema: dict) -> bool:  # type: igno
     return Draft202012Validator(declared["schema"]).is_valid(sent)
 
 
-def test_the_api_answers_every_generated_request_as_its_schema_says(api_schema, admin_token) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_answers_every_generated_request_as_its_schema_says(api_schema, admin_token) -> None:
     headers = {"Authorization": f"Token {admin_token}"}
     ids = real_ids()
     raw = api_schema.raw_schema
@@ -150,7 +136,7 @@ def test_the_api_answers_every_generated_request_as_its_schema_says(api_schema, 
             phases=[Phase.explicit, Phase.generate],  # no shrinking: report the first failure as it is
         )
         @given(case=cases(operation, ids))
-        def check(case) -> None:  # type: ignore[no-untyped-def]
+        def check(case) -> None:
             try:
                 case.call_and_validate(headers=headers, excluded_checks=[positive_data_acceptance])
             except FailureGroup as group:

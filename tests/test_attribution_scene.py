@@ -59,7 +59,7 @@ NOT_RECORDS = ("Table ", "Server start")  # server_audit's TABLE records, the ge
 
 
 @pytest.fixture(scope="module")
-def scene(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def scene(django_db_setup, django_db_blocker):
     """Every log ingested once for this module (committed; flushed afterwards)."""
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
@@ -133,7 +133,7 @@ DESTRUCTIVE = [(log, e) for log in LOGS for e in logged(log, destructive=True)]
 )
 def test_each_destructive_statement_names_who_ran_it_and_how_that_is_known(
     scene, log: str, entry: dict[str, Any]
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     server = LOGS[log][2]
     found = [e for e in ask({"server": server, "destructive": "true"}) if position(e) in truth_at(log)]
     at = {position(e): e for e in found}
@@ -143,7 +143,7 @@ def test_each_destructive_statement_names_who_ran_it_and_how_that_is_known(
 
 
 @pytest.mark.parametrize("log", LOGS)
-def test_no_event_of_a_log_names_a_wrong_account(scene, log: str) -> None:  # type: ignore[no-untyped-def]
+def test_no_event_of_a_log_names_a_wrong_account(scene, log: str) -> None:
     """Every record, destructive or not: its true account, or nobody where the log cannot know."""
     truth = truth_at(log)
     events = ask({"server": LOGS[log][2]})
@@ -157,7 +157,7 @@ def test_no_event_of_a_log_names_a_wrong_account(scene, log: str) -> None:  # ty
 
 
 @pytest.mark.parametrize("log", LOGS)
-def test_each_log_says_how_it_knows_every_account(scene, log: str) -> None:  # type: ignore[no-untyped-def]
+def test_each_log_says_how_it_knows_every_account(scene, log: str) -> None:
     truth = truth_at(log)
     wrong = [
         (truth[position(e)]["seq"], e.command, e.sql, e.attribution, truth[position(e)]["attribution"][log])
@@ -167,7 +167,7 @@ def test_each_log_says_how_it_knows_every_account(scene, log: str) -> None:  # t
     assert wrong == []
 
 
-def test_all_logs_read_together_name_no_wrong_account(scene) -> None:  # type: ignore[no-untyped-def]
+def test_all_logs_read_together_name_no_wrong_account(scene) -> None:
     """One server label for everything: the other logs may tell more than one log alone (an
     account the general log could not know), never something else."""
     wrong = []
@@ -201,11 +201,11 @@ def truly_destroyed_by(log: str, user: str) -> list[str]:
 
 @pytest.mark.parametrize("log", LOGS)
 @pytest.mark.parametrize("user", ["mallory", "erin", "alice", "bob", "carol"])
-def test_what_each_account_destroyed(scene, log: str, user: str) -> None:  # type: ignore[no-untyped-def]
+def test_what_each_account_destroyed(scene, log: str, user: str) -> None:
     assert destroyed_by(log, user) == truly_destroyed_by(log, user)
 
 
-def test_mallory_is_named_for_what_she_did_after_switching_the_general_log_back_on(scene) -> None:  # type: ignore[no-untyped-def]
+def test_mallory_is_named_for_what_she_did_after_switching_the_general_log_back_on(scene) -> None:
     """Her Connect is above the banner that `SET GLOBAL general_log = ON` wrote; ids went on
     rising after it (bob's new connection): a reopen, not a restart."""
     found = ask({"server": "attr-general", "user": "mallory", "destructive": "true"})
@@ -219,28 +219,28 @@ def test_mallory_is_named_for_what_she_did_after_switching_the_general_log_back_
     ]
 
 
-def test_what_she_did_while_the_general_log_was_off_is_only_in_server_audit(scene) -> None:  # type: ignore[no-untyped-def]
+def test_what_she_did_while_the_general_log_was_off_is_only_in_server_audit(scene) -> None:
     hidden = {"DELETE FROM orders WHERE id = 2", "UPDATE customers SET email = NULL WHERE id = 1"}
     assert hidden <= set(destroyed_by("server_audit", "mallory"))
     assert not hidden & set(destroyed_by("general_log", "mallory"))
     assert not hidden & set(destroyed_by("table", "mallory"))
 
 
-def test_a_connection_made_while_the_general_log_was_off_is_unattributed_there(scene) -> None:  # type: ignore[no-untyped-def]
+def test_a_connection_made_while_the_general_log_was_off_is_unattributed_there(scene) -> None:
     (delete,) = ask({"server": "attr-general", "q": "DELETE FROM orders WHERE id = 5"})
     assert seen(delete) == (None, None, 6, "unattributed")
     (row,) = ask({"server": "attr-table", "q": "DELETE FROM orders WHERE id = 5"})
     assert seen(row) == ("erin", "127.0.0.1", 6, "record")
 
 
-def test_a_connection_across_the_rotation_keeps_its_account_in_the_newer_file(scene) -> None:  # type: ignore[no-untyped-def]
+def test_a_connection_across_the_rotation_keeps_its_account_in_the_newer_file(scene) -> None:
     (delete,) = ask({"server": "attr-general", "q": "DELETE FROM orders WHERE id = 7"})
     assert Path(delete.source_file.path).name == TRUTH["files"]["general_log"][1]
     assert seen(delete) == ("bob", "127.0.0.1", 7, "connect_earlier_file")
     assert delete.session.connection_id == 7 and delete.session.user == "bob"
 
 
-def test_the_change_of_user_splits_the_connection_into_two_sessions(scene, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_change_of_user_splits_the_connection_into_two_sessions(scene, api_client) -> None:
     """alice's UPDATE, then bob's DELETE on the same connection 9: `?user=` finds each run."""
     for server in ("attr-general", "attr-table", "attr-audit"):
         runs = {}
@@ -257,7 +257,7 @@ def test_the_change_of_user_splits_the_connection_into_two_sessions(scene, api_c
         assert (delete.session_id, delete.user) == (bob.id, "bob"), server
 
 
-def test_server_audit_names_bob_after_the_change_of_user_and_his_database(scene) -> None:  # type: ignore[no-untyped-def]
+def test_server_audit_names_bob_after_the_change_of_user_and_his_database(scene) -> None:
     """Its QUERY records after CHANGEUSER name alice and the database `mysql`: both stale."""
     for sql in ("DELETE FROM old_orders WHERE id = 1", "SELECT 6 * 7"):
         (event,) = ask({"server": "attr-audit", "q": sql})
@@ -266,7 +266,7 @@ def test_server_audit_names_bob_after_the_change_of_user_and_his_database(scene)
     assert delete.tables == ["archive.old_orders"]
 
 
-def test_a_refused_change_of_user_changes_nobody(scene) -> None:  # type: ignore[no-untyped-def]
+def test_a_refused_change_of_user_changes_nobody(scene) -> None:
     """The general log writes `Change user alice...` and then `Access denied`; the connection
     goes on as bob."""
     for log in LOGS:
@@ -274,7 +274,7 @@ def test_a_refused_change_of_user_changes_nobody(scene) -> None:  # type: ignore
         assert (delete.user, delete.connection_id) == ("bob", 9), log
 
 
-def test_refused_logins_own_no_statement(scene) -> None:  # type: ignore[no-untyped-def]
+def test_refused_logins_own_no_statement(scene) -> None:
     refused = [e for e in ENTRIES if e["user"] == "mallory" and e["connection_id"] == 10]
     assert refused and all(e["command"] in ("Connect", "Quit") for e in refused)
     for log in LOGS:
@@ -292,7 +292,7 @@ def test_refused_logins_own_no_statement(scene) -> None:  # type: ignore[no-unty
         assert [e.sql for e in after] == ["UPDATE orders SET status = 'void' WHERE id = 10"], log
 
 
-def test_ids_reused_after_a_restart_do_not_inherit_the_account_before_it(scene) -> None:  # type: ignore[no-untyped-def]
+def test_ids_reused_after_a_restart_do_not_inherit_the_account_before_it(scene) -> None:
     for reuse in TRUTH["reused_ids"]:
         for log in LOGS:
             boot_two = [
@@ -305,7 +305,7 @@ def test_ids_reused_after_a_restart_do_not_inherit_the_account_before_it(scene) 
                     assert event.user == reuse["boot_2"] != reuse["boot_1"], (log, entry["seq"])
 
 
-def test_after_a_restart_with_the_general_log_off_a_reused_id_is_unknown_not_the_old_owner(scene) -> None:  # type: ignore[no-untyped-def]
+def test_after_a_restart_with_the_general_log_off_a_reused_id_is_unknown_not_the_old_owner(scene) -> None:
     """Boot 3: bob connected while the general log was off, on id 4, which boot 2 gave erin
     (still connected at the shutdown); dave switched the log on; alice's Connect on id 6
     (given out before, in boot 2) shows that ids started over."""
@@ -318,7 +318,7 @@ def test_after_a_restart_with_the_general_log_off_a_reused_id_is_unknown_not_the
     assert "DELETE FROM orders WHERE id = 14" in destroyed_by("server_audit", "bob")
 
 
-def test_the_definer_routine_is_carols_call_and_names_dave_as_definer(scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_definer_routine_is_carols_call_and_names_dave_as_definer(scene) -> None:
     for log in LOGS:
         (call,) = ask({"server": LOGS[log][2], "q": "CALL purge_cancelled()"})
         assert (call.user, call.host, call.connection_id, call.definer) == (
@@ -340,7 +340,7 @@ def test_the_definer_routine_is_carols_call_and_names_dave_as_definer(scene) -> 
     )
 
 
-def test_the_last_record_of_every_log_is_stored_and_is_bobs_delete(scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_last_record_of_every_log_is_stored_and_is_bobs_delete(scene) -> None:
     for log, (files, _, server) in LOGS.items():
         last = (
             Event.objects.filter(server=server, source_file__path=str(SCENE / files[-1]))

@@ -13,13 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
-import signal
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -32,48 +28,24 @@ import yaml
 
 from investigations.models import api_token_create
 from tests.conftest import FIXTURES, REPO
-from tests.test_continuous import worker_database_url
+from tests.processes import Processes, free_port, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Stack:
+class Stack(Processes):
     """The app processes of one compose deployment, as local processes on a queue of their own."""
 
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.queue = f"auditweb-compose-{uuid.uuid4().hex[:12]}"
-        self.procs: list[subprocess.Popen[bytes]] = []
+        super().__init__(tmp, queue_prefix="auditweb-compose")
 
     def env(self, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            DATABASE_URL=worker_database_url(),
-            CELERY_QUEUE=self.queue,
-            DATABASE_CONN_MAX_AGE="0",
-            DEBUG="false",
-            SECRET_KEY="compose-test-key-" + uuid.uuid4().hex,
-            ALLOWED_HOSTS="auditweb.example.com",
+        key = "compose-test-key-" + uuid.uuid4().hex
+        return super().env(
+            **{"DEBUG": "false", "SECRET_KEY": key, "ALLOWED_HOSTS": "auditweb.example.com", **extra}
         )
-        env.pop("CELERY_TASK_ALWAYS_EAGER", None)
-        env.update(extra)
-        return env
-
-    def start(self, name: str, command: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
-        out = (self.tmp / f"{name}.log").open("ab")
-        proc = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.procs.append(proc)
-        return proc
 
     def worker(self, node: str, reports: Path) -> subprocess.Popen[bytes]:
         """The compose worker's command, with its node named as in a container called `node`."""
@@ -82,7 +54,7 @@ class Stack:
         command = [sys.executable, "-m", *command, "--pool=solo", f"--hostname=celery@{node}"]
         command = [part for part in command if not part.startswith("--concurrency")]
         env = self.env(REPORT_DIR=str(reports), UPLOAD_DIR=str(self.tmp / f"uploads-{node}"))
-        return self.start(f"worker-{node}", command, env)
+        return self.launch(f"worker-{node}", command, env)
 
     def web(self, name: str, reports: Path, port: int) -> subprocess.Popen[bytes]:
         """The compose web command (gunicorn), on `port` of 127.0.0.1."""
@@ -92,25 +64,7 @@ class Stack:
         command[command.index("--bind") + 1] = f"127.0.0.1:{port}"
         command[command.index("--workers") + 1] = "1"
         env = self.env(REPORT_DIR=str(reports), UPLOAD_DIR=str(self.tmp / f"uploads-{name}"))
-        return self.start(f"web-{name}", command, env)
-
-    def stop(self, proc: subprocess.Popen[bytes]) -> None:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            self.stop(proc)
-
-    def logs(self) -> str:
-        return "\n".join(
-            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in sorted(self.tmp.glob("*.log"))
-        )
+        return self.launch(f"web-{name}", command, env)
 
 
 @pytest.fixture
@@ -145,16 +99,6 @@ def worker_healthy(stack: Stack, node: str) -> bool:
     command = f"{shlex.quote(sys.executable)} -m {command}"
     env = stack.env(HOSTNAME=node)
     return subprocess.run(["sh", "-c", command], env=env, capture_output=True, timeout=60).returncode == 0
-
-
-def wait_for(condition: Callable[[], bool], stack: Stack, what: str, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"waited {seconds} s in vain for {what}; the processes said:\n{stack.logs()}"
-            )
-        time.sleep(0.5)
 
 
 class Api:
@@ -259,7 +203,7 @@ def test_the_web_healthcheck_fails_while_the_database_cannot_be_reached(tmp_path
         "--workers",
         "1",
     ]
-    stack.start("web-no-db", command, env)
+    stack.launch("web-no-db", command, env)
 
     def answers() -> bool:
         try:

@@ -7,19 +7,11 @@ stored once the file has been quiet for INGEST_SETTLE_SECONDS)."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import psycopg
 import pytest
-from django.db import connection
 
 from ingest.checkpoints import LOCK_CLASS
 from ingest.follow import SourceBusy, ingest_source
@@ -27,89 +19,9 @@ from ingest.models import Chunk, Event, IngestRun, Source, SourceFile, Split
 from ingest.tasks import ingest_source_task
 from tests.ingest.test_sources import events_of, straight_ingest
 from tests.logwriter import GeneralLogWriter, rotate_copytruncate, rotate_rename
+from tests.processes import Workers, wait_for, worker_database_url
 
-REPO = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
-
-
-def worker_database_url() -> str:
-    """DATABASE_URL of the database this test runs in (pytest-django's test_... copy)."""
-    s = connection.settings_dict
-    auth = quote(s["USER"] or "postgres") + (":" + quote(s["PASSWORD"]) if s.get("PASSWORD") else "")
-    host = s.get("HOST") or s.get("OPTIONS", {}).get("host") or ""  # (a socket folder: ?host=/dir)
-    if host.startswith("/"):
-        return f"postgres://{auth}@/{s['NAME']}?host={quote(host)}"
-    return f"postgres://{auth}@{host or '127.0.0.1'}:{s.get('PORT') or 5432}/{s['NAME']}"
-
-
-class Workers:
-    """Celery worker processes of our own, on a queue of our own."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.queue = f"auditweb-test-{uuid.uuid4().hex[:12]}"
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def env(self, **extra: str) -> dict[str, str]:
-        env = dict(os.environ)
-        env.update(
-            DATABASE_URL=worker_database_url(),
-            CELERY_QUEUE=self.queue,
-            INGEST_POLL_SECONDS="1",
-            DATABASE_CONN_MAX_AGE="0",
-            SECRET_KEY=env.get("SECRET_KEY", "test-worker-key"),
-            AUDITWEB_LOG_ROOTS=f"/var/log,{self.tmp.resolve()}",
-        )
-        env.update(extra)
-        return env
-
-    def start(self, *, beat: bool = True, **extra: str) -> subprocess.Popen[bytes]:
-        n = len(self.procs)
-        cmd = [sys.executable, "-m", "celery", "-A", "auditweb", "worker", "--pool=solo", "--loglevel=INFO"]
-        cmd += [f"--hostname=w{n}-{self.queue}@%h", "--without-gossip", "--without-mingle"]
-        if beat:
-            cmd += ["-B", f"--schedule={self.tmp}/beat-{n}"]
-        out = (self.tmp / f"worker-{n}.log").open("wb")
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, env=self.env(**extra), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        self.procs.append(proc)
-        return proc
-
-    def kill(self, proc: subprocess.Popen[bytes]) -> None:
-        """SIGKILL the worker and its children (the parsing process): no chance to clean up."""
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
-
-    def logs(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.tmp.glob("worker-*.log")))
-
-
-@pytest.fixture
-def workers(tmp_path: Path) -> Iterator[Workers]:
-    w = Workers(tmp_path)
-    try:
-        yield w
-    finally:
-        w.stop_all()
-
-
-def wait_for(condition: Callable[[], bool], workers: Workers, seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {seconds} s in vain; the workers said:\n{workers.logs()}")
-        time.sleep(0.2)
 
 
 def follow(path: str, interval: int = 1) -> Source:
@@ -212,7 +124,7 @@ def test_two_workers_on_one_source_store_each_event_once(tmp_path: Path, workers
     assert not IngestRun.objects.filter(status=IngestRun.Status.FAILED).exists()
 
 
-def test_a_source_held_by_another_connection_is_busy(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_source_held_by_another_connection_is_busy(tmp_path: Path, settings) -> None:
     settings.INGEST_SETTLE_SECONDS = 3600  # the last record waits, however slow this machine
     log = tmp_path / "general.log"
     GeneralLogWriter(log).write(10)

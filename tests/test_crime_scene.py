@@ -1,38 +1,9 @@
 """The crime scene: an investigator's questions, asked of every log the real MariaDB wrote of it.
 
-tests/fixtures/crime_scene/ holds one scenario (see regenerate.py there) recorded at once by
-the general log file, the mysql.general_log table (its CSV file and an INTO OUTFILE export,
-each in two parts: before and after the attacker truncated the table) and server_audit,
-and truth.json: every record the scenario left in each log, with the labels written by
-hand (account, host, connection, time window, statement type, tables, destructive, flags).
-
-Each log is ingested with `manage.py ingest` (the real pipeline, into PostgreSQL) under its
-own server label; each question is asked through `investigations.query.filters.filter_events`,
-the one query layer the pages, the API and the reports use. An answer is right when it is
-a record the truth expects for that question AND its user, host, connection id, time,
-statement, statement type, tables, destructive and flags are those of the truth. Precision
-(right answers / answers) and recall (right answers / expected answers) must be 100%; the
-report prints them (`./dev test tests/test_crime_scene.py -s`).
-
-What is compared: statements and connection records. Not compared: server_audit's TABLE
-records (which tables a statement opened, mysql.* statistics tables included: the truth
-does not predict them; `Table ...` commands), the general log's start banners (`Server
-start`, no session's doing), the current database (server_audit names `mysql` for a
-session that has none), and flags outside FLAGS (`unparsed`, `time_approximate`...).
-
-What each log can tell, and so what the truth expects of it (truth.json has one entry per
-record as each log writes it):
-- the general log file and the table cannot tell whether a statement succeeded: a DELETE
-  that failed is a destructive DELETE there (server_audit flags it `failed` with its code),
-  and a refused attempt to switch logging off is a gap that the next record closes; a
-  refused login is visible in all (two Connect records there, FAILED_CONNECT in the audit);
-- server_audit writes a binary-protocol Execute, and the statement an SQL EXECUTE ran, as a
-  plain query: it cannot tell that they were prepared; it writes each statement of a
-  multi-statement string, and the statements a CALL ran (before the CALL); it masks
-  passwords; it writes no restart banner: connection ids starting over show the restart,
-  at the next login;
-- the table lost the attacker's TRUNCATE of itself (the statement's row went with the
-  rest); the audit log does not have her last step (it was switched off just before).
+Each log of tests/fixtures/crime_scene/ is ingested by `manage.py ingest` under its own server
+label and asked through `filter_events`; every answer must be one truth.json expects, with its
+account, time, statement and labels (what is compared, and what each log can tell: "The crime
+scene" in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -89,7 +60,7 @@ def server_of(log: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def crime_scene(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def crime_scene(django_db_setup, django_db_blocker):
     """Every log of the scene ingested once for this module (committed; flushed afterwards)."""
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
@@ -304,13 +275,13 @@ pytestmark = pytest.mark.django_db
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.ask[:60])
 def test_the_investigator_gets_exactly_the_expected_answers(
     crime_scene, log: str, question: Question
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     score, wrong = ask(question, log, truth_of_events(log))
     assert wrong == []
     assert score.right == score.expected
 
 
-def test_precision_and_recall_are_100_percent_on_every_log(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_precision_and_recall_are_100_percent_on_every_log(crime_scene) -> None:
     lines = [f"{'log':<14} {'answers':>8} {'expected':>9} {'right':>6} {'precision':>10} {'recall':>7}"]
     total = Score()
     for log in LOGS:
@@ -332,7 +303,7 @@ def test_precision_and_recall_are_100_percent_on_every_log(crime_scene) -> None:
     assert (total.precision, total.recall) == (1.0, 1.0)
 
 
-def test_the_truth_covers_every_record_of_every_log(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_truth_covers_every_record_of_every_log(crime_scene) -> None:
     for log in LOGS:
         pairs = truth_of_events(log)
         records = Event.objects.filter(server=server_of(log)).exclude(command__startswith="Table ")
@@ -345,7 +316,7 @@ def test_the_truth_covers_every_record_of_every_log(crime_scene) -> None:  # typ
             )
 
 
-def test_the_general_log_shows_the_restart_and_the_others_show_ids_starting_over(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_general_log_shows_the_restart_and_the_others_show_ids_starting_over(crime_scene) -> None:
     for log in LOGS:
         boots = Event.objects.filter(server=server_of(log)).values_list("session__boot", flat=True)
         assert len(set(boots)) == 2, log
@@ -394,7 +365,7 @@ def told(question: Question, log: str, other: str) -> set[tuple[Any, ...]]:
 @pytest.mark.parametrize("question", QUESTIONS, ids=lambda q: q.ask[:60])
 def test_two_logs_of_the_scene_give_the_same_answers_about_what_both_recorded(
     crime_scene, log: str, other: str, question: Question
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # Independent of the truth's labels: the two answers are compared with each other.
     blind = [x for x in (log, other) if question.params.get("flag") in CANNOT_TELL.get(LOGS[x][2], ())]
     if blind:
@@ -408,7 +379,7 @@ def test_two_logs_of_the_scene_give_the_same_answers_about_what_both_recorded(
         assert answers, "the two logs share records that answer this"
 
 
-def test_every_log_names_the_same_people_for_what_happened_to_shop_orders(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_every_log_names_the_same_people_for_what_happened_to_shop_orders(crime_scene) -> None:
     """Who, from where, in which connection and which second, whatever log one reads: the general log's
     Execute record and server_audit's copy of the DELETE it ran are the same deletion, a CALL and the
     statements server_audit says it ran are the same call."""
@@ -422,7 +393,7 @@ def test_every_log_names_the_same_people_for_what_happened_to_shop_orders(crime_
     }  # fmt: skip
 
 
-def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(crime_scene) -> None:
     found = filter_events(
         {
             "table": "shop.orders",
@@ -447,7 +418,7 @@ def test_who_destroyed_shop_orders_after_the_restart_read_from_the_general_log(c
     )
 
 
-def test_the_gaps_each_log_shows(crime_scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_gaps_each_log_shows(crime_scene) -> None:
     """Where recording stopped, as each log shows it, in order, with whether it is still open."""
     from ingest.models import Gap
 

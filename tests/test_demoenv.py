@@ -16,18 +16,18 @@ DEMO = {
 }
 
 
-def write_env(devdata, values):  # type: ignore[no-untyped-def]
+def write_env(devdata, values):
     path = devdata / "demo" / "env"
     path.parent.mkdir(parents=True)
     path.write_text("".join(f"{name}={shlex.quote(value)}\n" for name, value in values.items()))
     return path
 
 
-def test_it_reads_back_exactly_what_the_demo_wrote(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_it_reads_back_exactly_what_the_demo_wrote(tmp_path) -> None:
     assert read_env(write_env(tmp_path, DEMO)) == DEMO
 
 
-def test_a_bare_environment_takes_the_demos_settings(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_bare_environment_takes_the_demos_settings(tmp_path, capsys) -> None:
     write_env(tmp_path, DEMO)
     environ = {"AUDITWEB_DEVDATA": str(tmp_path), "PATH": "/usr/bin"}
     assert load_demo_env(environ) == tmp_path / "demo" / "env"
@@ -36,7 +36,7 @@ def test_a_bare_environment_takes_the_demos_settings(tmp_path, capsys) -> None: 
     assert "using the demo's settings" in err and "the demo is not running: start ./dev demo" in err
 
 
-def test_an_environment_naming_a_database_or_a_key_is_left_alone(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_environment_naming_a_database_or_a_key_is_left_alone(tmp_path) -> None:
     write_env(tmp_path, DEMO)
     for given in ({"DATABASE_URL": "postgres://db/x"}, {"SECRET_KEY": "mine"}):
         environ = {"AUDITWEB_DEVDATA": str(tmp_path), **given}
@@ -44,12 +44,12 @@ def test_an_environment_naming_a_database_or_a_key_is_left_alone(tmp_path) -> No
         assert environ == {"AUDITWEB_DEVDATA": str(tmp_path), **given}
 
 
-def test_without_a_demo_nothing_is_loaded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_without_a_demo_nothing_is_loaded(tmp_path) -> None:
     environ = {"AUDITWEB_DEVDATA": str(tmp_path)}
     assert load_demo_env(environ) is None and environ == {"AUDITWEB_DEVDATA": str(tmp_path)}
 
 
-def test_the_demo_runs_while_its_postgresql_socket_is_there(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_demo_runs_while_its_postgresql_socket_is_there(tmp_path) -> None:
     url = f"postgres://postgres@/auditweb?host={str(tmp_path).replace('/', '%2F')}"
     assert not demo_running(url)
     with socket.socket(socket.AF_UNIX) as listener:
@@ -58,8 +58,9 @@ def test_the_demo_runs_while_its_postgresql_socket_is_there(tmp_path) -> None:  
     assert demo_running("postgres://postgres@127.0.0.1:5432/auditweb")  # a server: not ours to judge
 
 
-def test_the_demo_writes_what_its_processes_run_with_for_other_terminals(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from auditweb.devstack import Stack, demo_env
+def test_the_demo_writes_what_its_processes_run_with_for_other_terminals(tmp_path) -> None:
+    from devtools.demo import demo_env
+    from devtools.services import Stack
 
     stack = Stack(profile="demo", env={"DATABASE_URL": DEMO["DATABASE_URL"], "REDIS_URL": DEMO["REDIS_URL"]})
     stack.home = tmp_path
@@ -78,7 +79,7 @@ def test_the_demo_writes_what_its_processes_run_with_for_other_terminals(tmp_pat
 
 
 def test_the_banner_gives_new_passwords_or_says_how_to_reset_one() -> None:
-    from auditweb.devstack import password_lines
+    from devtools.demo import password_lines
 
     made = [f"Created login {n} ({n}) with password pw-{n} (shown only this once).\n" for n in ("a", "b")]
     assert password_lines(made)[:2] == [line.strip() for line in made]

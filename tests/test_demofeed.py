@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from auditweb.demofeed import feed as demo_feed
-from auditweb.demofeed import highest_id, read_sample, rounds
+from devtools.demofeed import feed as demo_feed
+from devtools.demofeed import highest_id, read_sample, rounds
 from tests.conftest import FIXTURES
 
 SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"
@@ -40,7 +40,7 @@ def test_each_round_numbers_its_connections_above_the_last() -> None:
     assert [r.rest for r in first] == [r.rest for r in second]
 
 
-def test_a_feed_started_again_goes_on_numbering_above_what_the_file_holds(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_feed_started_again_goes_on_numbering_above_what_the_file_holds(tmp_path) -> None:
     _, records = read_sample(SLAP)
     target = tmp_path / "general.log"
     demo_feed(SLAP, target, per_tick=len(records) + 3, tick=0, ticks=1)
@@ -54,7 +54,7 @@ def test_a_feed_started_again_goes_on_numbering_above_what_the_file_holds(tmp_pa
 
 
 @pytest.mark.django_db
-def test_what_it_writes_is_read_as_one_server_going_on(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_what_it_writes_is_read_as_one_server_going_on(tmp_path) -> None:
     from ingest.models import Event, Gap, ParseProblem
     from ingest.pipeline import ingest_file, source_for_path
 

@@ -30,14 +30,14 @@ def ingest(*paths: object, server: str = "shop-db") -> str:
     return out.getvalue()
 
 
-def destructive_on_orders(api_client) -> list[dict]:  # type: ignore[no-untyped-def]
+def destructive_on_orders(api_client) -> list[dict]:
     response = api_client.get("/api/v1/events/", {"table": "shop.orders", "destructive": "true"})
     assert response.status_code == 200, response.content
     assert response.json()["next"] is None
     return response.json()["results"]
 
 
-def test_the_api_names_who_deleted_from_shop_orders(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_names_who_deleted_from_shop_orders(api_client) -> None:
     ingest(SCENARIO)
     rows = destructive_on_orders(api_client)
     # Newest first. Each line of the log that wrote to shop.orders, and nothing else.
@@ -69,7 +69,7 @@ def test_the_api_names_who_deleted_from_shop_orders(api_client) -> None:  # type
     assert source["file"].endswith(SCENARIO.name)
 
 
-def test_the_same_connection_id_after_the_restart_is_another_session(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_same_connection_id_after_the_restart_is_another_session(api_client) -> None:
     ingest(SCENARIO)
     before = Event.objects.filter(connection_id=5, occurred_at__lt="2026-11-22T08:48:21Z")
     after = Event.objects.filter(connection_id=5, occurred_at__gte="2026-11-22T08:48:21Z")
@@ -81,7 +81,7 @@ def test_the_same_connection_id_after_the_restart_is_another_session(api_client)
     assert "unattributed" in quit_4.flags
 
 
-def test_ingesting_again_plain_or_gzipped_stores_nothing_new(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_ingesting_again_plain_or_gzipped_stores_nothing_new(api_client, tmp_path) -> None:
     summary = ingest(SCENARIO)
     count = Event.objects.count()
     assert f"{count} events stored (0 already there)" in summary
@@ -100,7 +100,7 @@ def test_ingesting_again_plain_or_gzipped_stores_nothing_new(api_client, tmp_pat
     assert len(destructive_on_orders(api_client)) == 3
 
 
-def test_a_gzipped_log_alone_gives_the_same_answer(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_gzipped_log_alone_gives_the_same_answer(api_client, tmp_path) -> None:
     gz = tmp_path / "general.log.gz"
     gz.write_bytes(gzip.compress(SCENARIO.read_bytes()))
     ingest(gz)
@@ -116,7 +116,7 @@ def test_a_gzipped_log_alone_gives_the_same_answer(api_client, tmp_path) -> None
     assert plain[rows[0]["source"]["offset"] :].startswith(b"\t\t     5 Query\tDELETE FROM orders\n")
 
 
-def test_bytes_that_are_no_record_become_stored_problems_the_rest_is_kept(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_bytes_that_are_no_record_become_stored_problems_the_rest_is_kept(api_client, tmp_path) -> None:
     # A copy that begins in the middle of a record (binary junk), and an impossible time later on.
     junk = b"\xff\xfe\x00half a line from a disk error\n"
     data = SCENARIO.read_bytes()

@@ -27,7 +27,7 @@ def ingest(path: object) -> str:
     return out.getvalue()
 
 
-def test_the_api_names_who_deleted_from_the_orders_table(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_names_who_deleted_from_the_orders_table(api_client) -> None:
     ingest(AUDIT)
     response = api_client.get("/api/v1/events/", {"table": "auditshop.orders", "destructive": "true"})
     rows = response.json()["results"]
@@ -48,7 +48,7 @@ def test_the_api_names_who_deleted_from_the_orders_table(api_client) -> None:  #
     assert rows[1]["source"]["line"] == 65
 
 
-def test_after_a_change_of_user_each_statement_keeps_its_own_account(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_after_a_change_of_user_each_statement_keeps_its_own_account(api_client) -> None:
     # Connection 171 changed user (MariaDB 10.11 logs CHANGEUSER with empty fields); the
     # statements after it name audit_bob themselves, and the refused one keeps its code.
     ingest(AUDIT)
@@ -61,14 +61,14 @@ def test_after_a_change_of_user_each_statement_keeps_its_own_account(api_client)
     ]
 
 
-def test_failed_logins_are_kept_with_who_tried(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_failed_logins_are_kept_with_who_tried(api_client) -> None:
     ingest(AUDIT)
     rows = api_client.get("/api/v1/events/", {"flag": "failed"}).json()["results"]
     refused = {(r["user"], r["command"], r["status"]) for r in rows if r["command"] == "Connect"}
     assert refused == {("audit_mallory", "Connect", "denied"), ("audit_alice", "Connect", "denied")}
 
 
-def test_table_events_name_their_table_and_are_not_counted_twice(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_table_events_name_their_table_and_are_not_counted_twice(api_client) -> None:
     ingest(AUDIT)
     writes = Event.objects.filter(command="Table WRITE", tables__contains=["auditshop.orders"])
     assert writes.exists()
@@ -76,7 +76,7 @@ def test_table_events_name_their_table_and_are_not_counted_twice(api_client) -> 
     assert Event.objects.filter(command="Table READ", tables__contains=["mysql.table_stats"]).exists()
 
 
-def test_ingesting_the_audit_log_again_stores_nothing_new(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_ingesting_the_audit_log_again_stores_nothing_new(api_client) -> None:
     ingest(AUDIT)
     count = Event.objects.count()
     assert count == len(AUDIT.read_bytes().splitlines())
@@ -85,7 +85,7 @@ def test_ingesting_the_audit_log_again_stores_nothing_new(api_client) -> None:  
 
 def test_a_rename_record_names_the_old_and_the_new_table_each_qualified(
     api_client, investigator_client
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # The plugin writes RENAME TABLE customers TO clients as one TABLE record whose object is
     # "customers|auditshop.clients": two tables, not one named after both.
     ingest(AUDIT)

@@ -91,7 +91,7 @@ def percona_json() -> bytes:
 
 @pytest.mark.parametrize("make", [enterprise_json, percona_xml, percona_json], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("compressed", [False, True], ids=["plain", "gz"])
-def test_every_format_names_the_same_culprit(api_client, tmp_path, make, compressed) -> None:  # type: ignore[no-untyped-def]
+def test_every_format_names_the_same_culprit(api_client, tmp_path, make, compressed) -> None:
     data = make()
     path = tmp_path / ("audit.log.gz" if compressed else "audit.log")
     path.write_bytes(gzip.compress(data) if compressed else data)
@@ -129,7 +129,7 @@ def test_every_format_names_the_same_culprit(api_client, tmp_path, make, compres
     assert "0 events stored (5 already there)" in out.getvalue()
 
 
-def test_an_unknown_format_stops_with_what_was_tried_and_the_first_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_format_stops_with_what_was_tried_and_the_first_line(tmp_path) -> None:
     from django.core.management.base import CommandError
 
     path = tmp_path / "notes.txt"
@@ -142,7 +142,7 @@ def test_an_unknown_format_stops_with_what_was_tried_and_the_first_line(tmp_path
     assert "Dear diary, today the database was fine." in message
 
 
-def test_the_client_program_and_os_user_of_a_session_are_kept(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_client_program_and_os_user_of_a_session_are_kept(api_client, tmp_path) -> None:
     connect = {
         "timestamp": "2026-01-05 09:00:00", "id": 1, "class": "connection", "event": "connect",
         "connection_id": 7, "account": {"user": "bob", "host": "db1"},

@@ -31,7 +31,7 @@ def ingest(path: object) -> str:
     return out.getvalue()
 
 
-def deletes_from_orders(api_client) -> list[tuple[object, ...]]:  # type: ignore[no-untyped-def]
+def deletes_from_orders(api_client) -> list[tuple[object, ...]]:
     response = api_client.get("/api/v1/events/", {"table": "auditshop.orders", "destructive": "true"})
     return [
         (
@@ -47,7 +47,7 @@ def deletes_from_orders(api_client) -> list[tuple[object, ...]]:  # type: ignore
     ]
 
 
-def test_an_rfc5424_feed_names_who_deleted_with_the_receivers_microseconds(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_rfc5424_feed_names_who_deleted_with_the_receivers_microseconds(api_client) -> None:
     summary = ingest(RFC5424)
     assert "106 events stored" in summary and ", 0 problems," in summary
     assert deletes_from_orders(api_client) == [
@@ -75,7 +75,7 @@ def test_every_event_is_its_line_of_the_file_at_its_offset() -> None:
     assert not ParseProblem.objects.exists()
 
 
-def test_rfc3164_as_syslog3_sends_it_takes_the_year_of_the_files_mtime(api_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_rfc3164_as_syslog3_sends_it_takes_the_year_of_the_files_mtime(api_client, tmp_path) -> None:
     path = tmp_path / "audit-syslog.log"
     shutil.copyfile(NOHOST, path)
     written = datetime(2026, 11, 24, 20, 7, tzinfo=UTC).timestamp()
@@ -109,7 +109,7 @@ def test_ingesting_a_syslog_feed_again_stores_nothing_new() -> None:
     assert "0 events stored (106 already there)" in ingest(RFC5424)
 
 
-def test_broken_headers_between_real_messages_are_stored_problems_and_the_rest_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_broken_headers_between_real_messages_are_stored_problems_and_the_rest_is_read(tmp_path) -> None:
     lines = RFC5424.read_bytes().splitlines(keepends=True)
     bogus = [
         lines[10].replace(b"<14>", b"<abc>", 1),  # no PRI: no record

@@ -110,7 +110,7 @@ def _no_data(line: bytes) -> bool:
 def check(fmt: str, data: bytes) -> None:
     tracker = SessionTracker("fuzz")
     items = list(by_name(fmt).parse(lines_of(data), hints=HINTS))
-    list(classify_events(tracker.process(iter(items)), tracker.routines))  # type: ignore[arg-type]
+    list(classify_events(tracker.process(iter(items)), tracker.routines))
     spans = sorted(
         (i.offset, i.offset + len(i.raw)) for i in items if isinstance(i, (LogRecord, ServerStart))
     )

@@ -15,18 +15,18 @@ OLD = "correct horse battery staple"  # the personas' password (tests/conftest.p
 
 
 @pytest.mark.parametrize("url", ["/", "/events/", "/api/docs/", "/api/schema/", "/sources/"])
-def test_pages_and_api_answers_are_not_stored_by_caches(admin_client, url: str) -> None:  # type: ignore[no-untyped-def]
+def test_pages_and_api_answers_are_not_stored_by_caches(admin_client, url: str) -> None:
     response = admin_client.get(url)
     assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
 
 
-def test_api_answers_are_not_stored_by_caches(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_api_answers_are_not_stored_by_caches(api_client) -> None:
     response = api_client.get("/api/v1/events/")
     assert response.status_code == 200 and "no-store" in response["Cache-Control"]
 
 
-def test_the_api_docs_page_has_the_policy_without_inline_code(admin_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_docs_page_has_the_policy_without_inline_code(admin_client) -> None:
     response = admin_client.get("/api/docs/")
     csp = response["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "style-src 'self'" in csp
@@ -45,7 +45,7 @@ def test_celery_tasks_have_time_limits_and_a_memory_ceiling() -> None:
     assert app.conf.worker_max_memory_per_child > 0
 
 
-def test_a_user_changes_their_password_and_the_trail_records_it(client, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_a_user_changes_their_password_and_the_trail_records_it(client, viewer) -> None:
     client.force_login(viewer)
     page = client.get("/password/")
     assert page.status_code == 200 and "Change your password" in page.content.decode()

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def folders(settings, tmp_path: Path):  # type: ignore[no-untyped-def]
+def folders(settings, tmp_path: Path):
     settings.UPLOAD_DIR = tmp_path / "uploads"
     settings.REPORT_DIR = tmp_path / "reports"
     return settings

@@ -8,7 +8,6 @@ unloaded if it was not loaded before). Skipped when MariaDB is not here.
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
 import time
@@ -18,34 +17,17 @@ import pytest
 from django.core.management import call_command
 
 pymysql = pytest.importorskip("pymysql")
+from tests.mariadb import hold_lock, root_or_skip  # noqa: E402 - after the skip
+
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
-LOCK = "/tmp/auditweb-mariadb.lock"
-SOCKET = "/run/mysqld/mysqld.sock"
 SETTINGS = ("events", "output_type", "file_path", "incl_users", "excl_users", "logging")
-
-
-def lock() -> int:
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + 600
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                pytest.skip(f"{LOCK} stayed held for 10 minutes (another run uses the server)")
-            time.sleep(1)
 
 
 def write_log(path: Path) -> dict[str, int]:
     """Switch the plugin on into `path`, run the story, switch it off again; the connection ids."""
-    try:
-        admin = pymysql.connect(unix_socket=SOCKET, user="root", autocommit=True, connect_timeout=3)
-    except Exception as e:  # any failure to connect means "no server here"
-        pytest.skip(f"MariaDB is not reachable on {SOCKET}: {e}")
-    fd = lock()
+    admin = root_or_skip()
+    fd = hold_lock()
     c = admin.cursor()
     c.execute("SELECT COUNT(*) FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'SERVER_AUDIT'")
     loaded = c.fetchone()[0] == 1
@@ -99,7 +81,7 @@ def write_log(path: Path) -> dict[str, int]:
         os.close(fd)
 
 
-def test_what_the_plugin_wrote_is_read_back_exactly(tmp_path, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_what_the_plugin_wrote_is_read_back_exactly(tmp_path, api_client) -> None:
     log = Path("/tmp") / f"auditweb-live-audit-{os.getpid()}.log"  # the server writes it as its own user
     log.unlink(missing_ok=True)
     try:

@@ -8,12 +8,9 @@ found it, and leaves the rows in the table for the pulls. Skipped when MariaDB i
 
 from __future__ import annotations
 
-import fcntl
 import io
 import os
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from django.core.management import call_command
@@ -23,16 +20,12 @@ from ingest.mysql_table import connect
 from ingest.pipeline import ingest_table, table_source
 
 pymysql = pytest.importorskip("pymysql")
+from tests.mariadb import hold_lock, root_or_skip  # noqa: E402 - after the skip
+
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
-LOCK = "/tmp/auditweb-mariadb.lock"
-SOCKET = "/run/mysqld/mysqld.sock"
 READER, READER_PASSWORD = "lt_reader", "lt-Reader-7"
 DSN = f"mysql://{READER}@127.0.0.1:3306"
-
-
-def root() -> Any:
-    return pymysql.connect(unix_socket=SOCKET, user="root", autocommit=True, connect_timeout=3)
 
 
 def run_as(user: str, password: str, statements: list[str], *, rollback: bool = False) -> int:
@@ -51,20 +44,8 @@ def run_as(user: str, password: str, statements: list[str], *, rollback: bool = 
 
 @pytest.fixture(scope="module")
 def scenario() -> Iterator[dict[str, int]]:
-    try:
-        admin = root()
-    except Exception as e:  # any failure to connect means "no server here"
-        pytest.skip(f"MariaDB is not reachable on {SOCKET}: {e}")
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + 600
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                pytest.skip(f"{LOCK} stayed held for 10 minutes (another run uses the server)")
-            time.sleep(1)
+    admin = root_or_skip()
+    fd = hold_lock()
     with admin.cursor() as c:
         c.execute("SELECT @@global.log_output, @@global.general_log")
         log_output, general_log = c.fetchone()
@@ -114,7 +95,7 @@ def pull() -> str:
     return out.getvalue()
 
 
-def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api_client) -> None:
     summary = pull()
     assert "events stored" in summary
     # The table keeps the rows of earlier runs too: this run's connections tell ours apart.
@@ -146,14 +127,14 @@ def test_the_pull_names_who_deleted_and_a_second_pull_adds_nothing(scenario, api
     assert Event.objects.count() == count
 
 
-def test_a_pull_killed_half_way_resumes_without_loss_or_repeats(scenario, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_pull_killed_half_way_resumes_without_loss_or_repeats(scenario, settings) -> None:
     settings.INGEST_BATCH_SIZE = 3
     source = table_source(dsn=DSN, server="live-db")
 
     class Killed(Exception):
         pass
 
-    def die_after_first_batch(run) -> None:  # type: ignore[no-untyped-def]
+    def die_after_first_batch(run) -> None:
         raise Killed
 
     conn = connect(DSN, READER_PASSWORD)

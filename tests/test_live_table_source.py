@@ -5,13 +5,11 @@ skipped when MariaDB is not here."""
 
 from __future__ import annotations
 
-import fcntl
 import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -20,36 +18,19 @@ from ingest.models import Event, IngestRun, Source
 from ingest.sources import source_health
 
 pymysql = pytest.importorskip("pymysql")
+from tests.mariadb import hold_lock, root_or_skip  # noqa: E402 - after the skip
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.django_db(transaction=True)]
 
-LOCK = "/tmp/auditweb-mariadb.lock"
-SOCKET = "/run/mysqld/mysqld.sock"
 READER, READER_PASSWORD = "ls_reader", "ls-Reader-9"
 WRITER, WRITER_PASSWORD = "ls_writer", "ls-Writer-9"
 STATEMENTS = 400
 
 
-def root() -> Any:
-    return pymysql.connect(unix_socket=SOCKET, user="root", autocommit=True, connect_timeout=3)
-
-
 @pytest.fixture(scope="module")
 def logging_to_table() -> Iterator[None]:
-    try:
-        admin = root()
-    except Exception as e:  # any failure to connect means "no server here"
-        pytest.skip(f"MariaDB is not reachable on {SOCKET}: {e}")
-    fd = os.open(LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + 600
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                pytest.skip(f"{LOCK} stayed held for 10 minutes (another run uses the server)")
-            time.sleep(1)
+    admin = root_or_skip()
+    fd = hold_lock()
     with admin.cursor() as c:
         c.execute("SELECT @@global.log_output, @@global.general_log")
         log_output, general_log = c.fetchone()
@@ -97,7 +78,7 @@ def write_statements(marker: str, done: threading.Event, polls: list[int]) -> No
         done.set()
 
 
-def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_table, settings) -> None:  # type: ignore[no-untyped-def]
+def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_table, settings) -> None:
     settings.INGEST_BATCH_SIZE = 25
     os.environ["AUDITWEB_SOURCE_LS_READER_PASSWORD"] = READER_PASSWORD
     source = Source.objects.create(
@@ -128,7 +109,7 @@ def test_rows_written_while_the_source_is_polled_are_stored_once(logging_to_tabl
     assert source_health(Source.objects.get(pk=source.pk)).state == "alive"
 
 
-def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(logging_to_table) -> None:  # type: ignore[no-untyped-def]
+def test_a_database_that_refuses_the_connection_makes_the_source_unhealthy(logging_to_table) -> None:
     os.environ["AUDITWEB_SOURCE_LS_WRONG_PASSWORD"] = "not-the-password"
     source = Source.objects.create(
         name="refused",

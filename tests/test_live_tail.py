@@ -28,7 +28,7 @@ from ingest.models import Event, IngestRun, Source
 from investigations.query.filters import filter_events
 from tests.ingest.test_sources import events_of, straight_ingest
 from tests.logwriter import MariaDbLogWriter
-from tests.test_continuous import Workers, workers  # noqa: F401 - the fixture
+from tests.processes import Workers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
@@ -45,7 +45,7 @@ def percentile(values: list[float], p: float) -> float:
 
 def test_a_delete_before_the_log_goes_quiet_is_searchable_within_5_s_through_rotations(
     tmp_path: Path,
-    workers: Workers,  # noqa: F811 - the fixture
+    workers: Workers,
 ) -> None:
     folder = tmp_path / "logs"
     folder.mkdir()

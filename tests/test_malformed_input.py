@@ -66,7 +66,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("fmt", sorted(CASES))
-def test_malformed_records_are_stored_as_problems_and_the_rest_ingests(tmp_path, fmt) -> None:  # type: ignore[no-untyped-def]
+def test_malformed_records_are_stored_as_problems_and_the_rest_ingests(tmp_path, fmt) -> None:
     good, bad, head, tail = CASES[fmt]
     data = head + good + b"".join(bad) + good.replace(b"09:00:01", b"09:00:09") + tail
     path = tmp_path / f"damaged-{fmt}.log"

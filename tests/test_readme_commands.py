@@ -21,7 +21,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -29,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.processes import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
@@ -160,17 +161,11 @@ def test_every_readme_command_is_classified_and_every_classification_used() -> N
         "README commands this test does not know: add each to COMMANDS (run, answers or not run "
         f"with why): {unclassified}"
     )
-    used = {classification(c)[0] for c in commands}  # type: ignore[index]
+    used = {classification(c)[0] for c in commands}
     assert set(COMMANDS) == used, f"COMMANDS names commands the README no longer has: {set(COMMANDS) - used}"
 
 
 # --- the demo checkout ---------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def base_env(port: int) -> dict[str, str]:
@@ -183,7 +178,7 @@ def base_env(port: int) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def demo_checkout():  # type: ignore[no-untyped-def]
+def demo_checkout():
     """A copy of the checkout with `./dev demo` running in it: (its folder, its port)."""
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs git and a git checkout, to copy the files a clone has")
@@ -238,7 +233,7 @@ def demo_checkout():  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.demo
-def test_every_readme_command_works_as_written_in_a_demo_checkout(demo_checkout) -> None:  # type: ignore[no-untyped-def]
+def test_every_readme_command_works_as_written_in_a_demo_checkout(demo_checkout) -> None:
     clone, port = demo_checkout
     banner = (clone.parent / "demo.log").read_text()
     # The passwords are in the closing banner, after everything else the demo printed.
@@ -252,7 +247,7 @@ def test_every_readme_command_works_as_written_in_a_demo_checkout(demo_checkout)
     failures = []
     ran = 0
     for command in readme_commands(README.read_text()):
-        _, kind = classification(command)  # type: ignore[misc]
+        _, kind = classification(command)
         if isinstance(kind, NotRun):
             continue
         script = (

@@ -146,7 +146,7 @@ def api_answers(api: APIClient) -> Iterator[tuple[str, str]]:
 @pytest.mark.parametrize("role", ["viewer", "investigator", "admin"])
 def test_no_password_is_in_any_page_or_api_answer_for_any_role(
     scene, client, django_user_model, role
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     user = persona(django_user_model, f"sec-{role}", role)
     client.force_login(user)
     api = api_for(user)
@@ -157,7 +157,7 @@ def test_no_password_is_in_any_page_or_api_answer_for_any_role(
     assert seen > 2 * Event.objects.count()  # every event (page and API), session and listing
 
 
-def test_the_raw_bytes_of_a_masked_record_are_withheld_and_labelled(scene, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_the_raw_bytes_of_a_masked_record_are_withheld_and_labelled(scene, viewer) -> None:
     api = api_for(viewer)
     event = Event.objects.filter(
         server="sec-file", sql="CREATE USER 'sec_alice'@'%' IDENTIFIED BY *****"
@@ -177,7 +177,7 @@ def test_the_raw_bytes_of_a_masked_record_are_withheld_and_labelled(scene, viewe
     assert base64.b64decode(body["raw"]) == bytes(plain.raw) and body["raw_withheld"] is False
 
 
-def test_every_statement_is_still_found_by_its_type_and_account(scene, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_every_statement_is_still_found_by_its_type_and_account(scene, api_client) -> None:
     for st in TRUTH["statements"]:
         for server in LOGS:
             sql = st["sql"]
@@ -197,7 +197,7 @@ def test_every_statement_is_still_found_by_its_type_and_account(scene, api_clien
                     assert "privilege_change" in event["flags"]
 
 
-def test_the_privilege_changes_still_raise_alerts(scene, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_privilege_changes_still_raise_alerts(scene, api_client) -> None:
     alerts = api_client.get("/api/v1/alerts/", {"page_size": 500}).json()["results"]
     kinds = {(a["server"], a["event"]["statement_type"]) for a in alerts if a.get("event")}
     for server in LOGS:
@@ -208,7 +208,7 @@ needs_pdftotext = pytest.mark.skipif(shutil.which("pdftotext") is None, reason="
 
 
 @needs_pdftotext
-def test_no_password_is_in_a_case_report(report_written, scene, investigator, tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_no_password_is_in_a_case_report(report_written, scene, investigator, tmp_path, settings) -> None:
     settings.REPORT_DIR = tmp_path / "reports"
     case = case_create(user=investigator, title="Who changed the passwords?")
     masked = Event.objects.filter(flags__contains=["secret_masked"]).order_by("occurred_at", "id")
@@ -230,7 +230,7 @@ def test_no_password_is_in_a_case_report(report_written, scene, investigator, tm
         assert "IDENTIFIED BY *****" in text.replace("\n", " ") or fmt == "pdf"
 
 
-def test_an_admin_reveals_one_record_with_a_reason_the_audit_trail_keeps(scene, client, admin_user) -> None:  # type: ignore[no-untyped-def]
+def test_an_admin_reveals_one_record_with_a_reason_the_audit_trail_keeps(scene, client, admin_user) -> None:
     event = Event.objects.get(server="sec-table", sql="CHANGE MASTER 'sec_src' TO MASTER_HOST='192.0.2.1',"
                               " MASTER_USER='repl', MASTER_PASSWORD=*****")  # fmt: skip
     client.force_login(admin_user)
@@ -256,7 +256,7 @@ def test_an_admin_reveals_one_record_with_a_reason_the_audit_trail_keeps(scene, 
 
 
 @pytest.mark.parametrize("role", ["viewer", "investigator"])
-def test_only_an_admin_may_reveal(scene, client, django_user_model, role) -> None:  # type: ignore[no-untyped-def]
+def test_only_an_admin_may_reveal(scene, client, django_user_model, role) -> None:
     user = persona(django_user_model, f"sec-{role}", role)
     event = Event.objects.filter(flags__contains=["secret_masked"]).first()
     client.force_login(user)
@@ -268,7 +268,7 @@ def test_only_an_admin_may_reveal(scene, client, django_user_model, role) -> Non
     assert not AuditRecord.objects.filter(action="raw_reveal").exists()
 
 
-def test_a_problem_excerpt_is_cut_before_the_password(client, viewer, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_problem_excerpt_is_cut_before_the_password(client, viewer, tmp_path) -> None:
     """A copy of the real general log that begins in the middle of a CREATE USER line: that
     partial line is a problem, and its excerpt must not show the password."""
     data = LOGS["sec-file"][0].read_bytes()

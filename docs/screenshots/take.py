@@ -37,10 +37,10 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
     manage = [sys.executable, str(REPO / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], env=env, check=True, cwd=REPO)
     sys.path.insert(0, str(REPO))
-    from auditweb.devstack import SAMPLE_LOGS, oldest_first  # as ./dev demo ingests them
+    # Imported here, once REPO is on the path: the sample logs as ./dev demo ingests them.
+    from devtools.demo import sample_logs
 
-    for pattern, server in SAMPLE_LOGS.items():
-        files = oldest_first([str(p) for p in REPO.glob(pattern)])
+    for _, server, files in sample_logs():
         subprocess.run([*manage, "ingest", *files, "--server", server], env=env, check=True, cwd=REPO,
                        stdout=subprocess.DEVNULL)  # fmt: skip
     make_login = (
@@ -49,8 +49,9 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
         " u.is_staff = True; u.save();"
         " from investigations.roles import Role, set_role; set_role(u, Role.ADMIN)"
     )
-    quiet = {"env": env, "check": True, "cwd": REPO, "stdout": subprocess.DEVNULL}
-    subprocess.run([*manage, "shell", "-c", make_login], **quiet)  # type: ignore[call-overload]
+    subprocess.run(
+        [*manage, "shell", "-c", make_login], env=env, check=True, cwd=REPO, stdout=subprocess.DEVNULL
+    )
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -71,7 +72,7 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
 
 
 def take(url: str, username: str, password: str) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import sync_playwright  # a dev package: needed only here
 
     shots: list[Path] = []
     with sync_playwright() as p:

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 
 from investigations.models import Case
-from tests.browser.test_investigation_ui import Visit, browser, visit  # noqa: F401 (fixtures)
+from tests.browser.conftest import Visit
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -21,12 +21,12 @@ GENERAL_LOG = FIXTURES / "crime_scene" / "mariadb-10.11.19-general.log"
 
 
 def test_an_event_is_pinned_from_the_explorer_into_a_new_case_and_its_pdf_downloaded(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     settings,
     tmp_path,
     celery_eager,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     settings.REPORT_DIR = tmp_path / "reports"

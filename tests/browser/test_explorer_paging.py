@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.test_investigation_ui import browser, visit  # noqa: F401 (fixtures)
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -13,12 +12,12 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"  # 320 events: several pages
 
 
-def table_top(page) -> float:  # type: ignore[no-untyped-def]
+def table_top(page) -> float:
     """Where the results table begins, in the viewport (0: at the top edge)."""
     return page.locator("#event-table").bounding_box()["y"]
 
 
-def test_older_and_newest_show_the_new_page_from_the_top_of_the_table(visit, ingest_bytes) -> None:  # noqa: F811
+def test_older_and_newest_show_the_new_page_from_the_top_of_the_table(visit, ingest_bytes) -> None:
     ingest_bytes(SLAP.read_bytes(), server="slap")
     visit.log_in()
     page = visit.page
@@ -42,7 +41,7 @@ def test_older_and_newest_show_the_new_page_from_the_top_of_the_table(visit, ing
     assert visit.errors == []
 
 
-def test_searches_cancelled_by_typing_log_no_console_error(visit, ingest_bytes) -> None:  # noqa: F811
+def test_searches_cancelled_by_typing_log_no_console_error(visit, ingest_bytes) -> None:
     ingest_bytes(SLAP.read_bytes(), server="slap")
     visit.log_in()
     page = visit.page

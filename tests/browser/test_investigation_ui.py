@@ -7,11 +7,6 @@ package (requirements.lock) is missing. Playwright never downloads a browser her
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
-
 import pytest
 
 from ingest.models import Event
@@ -20,80 +15,10 @@ from tests.investigations.test_stored_xss import HOSTILE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync"]  # fmt: skip
-PASSWORD = "correct horse battery staple"  # the investigator persona's (tests/conftest.py)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not CHROMIUM.exists():
-        pytest.skip(f"Chromium is not installed ({CHROMIUM}): apt-get install chromium")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    # Playwright's sync API runs an event loop in this thread; the tests' own ORM calls are
-    # synchronous and safe, which Django cannot tell.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_api.sync_playwright() as p:
-            chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
-            yield chromium
-            chromium.close()
-    finally:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-
-
-class Visit:
-    """One browser tab, logged in as the investigator, noting what a page must never do."""
-
-    def __init__(self, browser, live_server) -> None:  # type: ignore[no-untyped-def]
-        self.url = live_server.url
-        self.context = browser.new_context(viewport={"width": 1280, "height": 800}, timezone_id="UTC")
-        self.page = self.context.new_page()
-        self.dialogs: list[str] = []
-        self.requests: list[str] = []
-        self.loads = 0
-        self.errors: list[str] = []  # the console's: a CSP violation, an htmx syntax error...
-        self.page.on("console", self._console)
-        self.page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.on("load", lambda _: setattr(self, "loads", self.loads + 1))
-
-    def _console(self, message) -> None:  # type: ignore[no-untyped-def]
-        # htmx logs a request it dropped for a newer one (hx-sync replace) as an error: not one.
-        aborted = message.text.startswith(("htmx:afterRequest", "htmx:sendAbort"))
-        if message.type == "error" and not aborted:
-            self.errors.append(message.text)
-
-    def log_in(self) -> None:
-        page = self.page
-        page.goto(self.url + "/events/")
-        assert "/accounts/login/" in page.url  # every page asks for a login first
-        page.fill("#id_username", "ivy")
-        page.fill("#id_password", PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_url(self.url + "/events/")
-
-    def rows(self) -> list[str]:
-        return [t.strip() for t in self.page.locator("#event-table td.sql").all_inner_texts()]
-
-    def query(self) -> dict[str, list[str]]:
-        return parse_qs(urlsplit(self.page.url).query)
-
-    def settled(self) -> None:
-        self.page.wait_for_load_state("networkidle")
-
-
-@pytest.fixture
-def visit(browser, live_server, investigator) -> Iterator[Visit]:  # type: ignore[no-untyped-def]
-    v = Visit(browser, live_server)
-    yield v
-    v.context.close()
-
 
 def test_an_investigator_filters_down_to_the_culprit_and_follows_him_to_his_session(
     visit, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     visit.log_in()
     page = visit.page
@@ -137,7 +62,7 @@ def test_an_investigator_filters_down_to_the_culprit_and_follows_him_to_his_sess
     assert visit.dialogs == [] and visit.errors == []
 
 
-def chart_bucket(page, label: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def chart_bucket(page, label: str) -> tuple[float, float]:
     """Where on the page the chart's bar for `label` is (its middle)."""
     x, y = page.evaluate(
         """(label) => {
@@ -151,7 +76,7 @@ def chart_bucket(page, label: str) -> tuple[float, float]:  # type: ignore[no-un
     return box["x"] + x, box["y"] + y
 
 
-def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     in_second = {
         e.sql for e in Event.objects.filter(tables__contains=["shop.orders"], occurred_at__second=22)
@@ -181,7 +106,7 @@ def test_clicking_a_bar_narrows_the_time_range_and_the_url_reproduces_it(visit, 
     assert {c.strip() for c in cells} == in_second
 
 
-def test_dragging_across_bars_narrows_to_all_of_them(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_dragging_across_bars_narrows_to_all_of_them(visit, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     visit.log_in()
     page = visit.page
@@ -197,7 +122,7 @@ def test_dragging_across_bars_narrows_to_all_of_them(visit, ingest_bytes) -> Non
     ]
 
 
-def test_the_keyboard_reaches_the_filters_and_the_statement_type_picker(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_keyboard_reaches_the_filters_and_the_statement_type_picker(visit, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     visit.log_in()
     page = visit.page
@@ -214,7 +139,7 @@ def test_the_keyboard_reaches_the_filters_and_the_statement_type_picker(visit, i
     assert page.inner_text("#f-types .chosen") == "DROP TABLE"
 
 
-def test_a_stored_attack_in_the_log_shows_as_text_and_runs_nothing(visit, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_stored_attack_in_the_log_shows_as_text_and_runs_nothing(visit, ingest_bytes) -> None:
     ingest_bytes(HOSTILE)
     delete = Event.objects.get(statement_type="DELETE")
     visit.log_in()

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from auditweb.devstack import sample_logs, seed_silent
+from devtools.demo import sample_logs, seed_silent
 from ingest.follow import ingest_source
 from ingest.models import Event, Source
 from investigations.management.commands.demo_setup import CASE_OWNER, ROTATED, SILENT
 from investigations.models import Case, Report
 from investigations.roles import Role, set_role
-from tests.browser.test_investigation_ui import Visit, browser, visit  # noqa: F401 (fixtures)
+from tests.browser.conftest import Visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -44,13 +44,13 @@ class Clicks:
     def __init__(self) -> None:
         self.count = 0
 
-    def __call__(self, locator, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __call__(self, locator, **kwargs) -> None:
         self.count += 1
         locator.click(**kwargs)
 
 
 @pytest.fixture
-def demo(tmp_path, settings, django_user_model, celery_eager) -> str:  # type: ignore[no-untyped-def]
+def demo(tmp_path, settings, django_user_model, celery_eager) -> str:
     """The demo's servers as `./dev demo` loads them: its sample logs through `manage.py ingest`,
     demo-silent's followed log delivered once, and `demo_setup`'s sources and case (its report
     written at once). Returns the culprit the demo's case names."""
@@ -73,7 +73,7 @@ def demo(tmp_path, settings, django_user_model, celery_eager) -> str:  # type: i
 
 
 def test_the_investigators_day_from_the_answer_to_a_verified_pdf_in_five_clicks(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     demo: str,
     tmp_path: Path,
 ) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from investigations.cases import case_create
 from investigations.models import Evidence, Report
-from tests.browser.test_investigation_ui import Visit, browser, visit  # noqa: F401 (fixtures)
+from tests.browser.conftest import Visit
 from tests.conftest import FIXTURES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -39,10 +39,10 @@ def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
 
 
 def test_the_pin_popover_stays_in_the_window_and_closes_on_escape_and_outside_clicks(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     investigator,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(GENERAL_LOG.read_bytes(), server="db-prod-1", name="general.log")
     case_create(user=investigator, title="shop.orders")
     visit.log_in()
@@ -81,11 +81,11 @@ def test_the_pin_popover_stays_in_the_window_and_closes_on_escape_and_outside_cl
 
 
 def test_several_events_are_ticked_and_pinned_to_a_case_in_one_click(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     investigator,
     tmp_path,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(GENERAL_LOG.read_bytes(), server="db-prod-1", name="general.log")
     case = case_create(user=investigator, title="bob's session")
     visit.log_in()
@@ -128,13 +128,13 @@ def test_several_events_are_ticked_and_pinned_to_a_case_in_one_click(
 
 
 def test_from_the_culprit_to_the_pdf_of_his_whole_session_in_five_clicks(
-    visit: Visit,  # noqa: F811
+    visit: Visit,
     ingest_bytes,
     investigator,
     settings,
     tmp_path,
     celery_eager,
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     if shutil.which("pdftotext") is None:
         pytest.skip("pdftotext (poppler-utils) is not installed")
     settings.REPORT_DIR = tmp_path / "reports"

@@ -8,14 +8,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_client(client, django_user_model):  # type: ignore[no-untyped-def]
+def admin_client(client, django_user_model):
     client.force_login(django_user_model.objects.create_superuser("root", password="x" * 20))
     return client
 
 
 def test_sources_and_what_was_read_are_listed_and_evidence_cannot_be_edited(
     admin_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     run = ingest_bytes(b"\xff junk\n2026-01-05T09:00:00.000000Z\t    7 Query\tSET GLOBAL general_log = OFF\n")
     for page in ("source", "sourcefile", "ingestrun", "parseproblem", "gap"):
         response = admin_client.get(f"/admin/ingest/{page}/")

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 GENLOG = Path(__file__).resolve().parent.parent / "fixtures" / "genlog" / "mariadb-10.11.19-scenario.log"
 
 
-def test_a_change_of_user_ends_alices_session_and_starts_bobs(ingest_bytes, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_a_change_of_user_ends_alices_session_and_starts_bobs(ingest_bytes, api_client) -> None:
     ingest_bytes(GENLOG.read_bytes(), server="demo")
     alice, bob = Session.objects.filter(server="demo", connection_id=103).order_by("started_at", "id")
     assert (alice.user, bob.user) == ("alice", "bob")
@@ -34,7 +34,7 @@ def test_a_change_of_user_ends_alices_session_and_starts_bobs(ingest_bytes, api_
     assert [(s["id"], s["previous"]) for s in found] == [(bob.pk, alice.pk)]
 
 
-def test_the_event_page_shows_the_login_that_proves_who(ingest_bytes, investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_event_page_shows_the_login_that_proves_who(ingest_bytes, investigator_client) -> None:
     ingest_bytes(GENLOG.read_bytes(), server="demo")
     update = Event.objects.get(server="demo", connection_id=103, command="Execute", statement_type="UPDATE")
     proof = attribution_proof(update)
@@ -47,7 +47,7 @@ def test_the_event_page_shows_the_login_that_proves_who(ingest_bytes, investigat
     assert detail["attribution_proof"]["opened_by"]["id"] == proof.opened_by.pk
 
 
-def test_a_rotated_pair_keeps_the_account_of_a_connection_across_the_banner(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_rotated_pair_keeps_the_account_of_a_connection_across_the_banner(tmp_path) -> None:
     import io
 
     from django.core.management import call_command
@@ -73,7 +73,7 @@ def test_a_rotated_pair_keeps_the_account_of_a_connection_across_the_banner(tmp_
 SCENE = Path(__file__).resolve().parent.parent / "fixtures" / "attribution_scene"
 
 
-def test_an_undecided_reopening_is_inferred_and_the_other_logs_corroborate_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_an_undecided_reopening_is_inferred_and_the_other_logs_corroborate_it(tmp_path) -> None:
     """The scene's general log, as a layout that prints the time on every record would have it (MySQL
     5.7+ does): then nothing in the general log alone tells the OFF/ON banner from a restart until
     connection 7 logs in. Cut before that, mallory's DELETE after the banner is inferred; the same
@@ -104,7 +104,7 @@ def test_an_undecided_reopening_is_inferred_and_the_other_logs_corroborate_it(tm
     assert "name mallory@127.0.0.1 on connection 5" in proof.corroboration
 
 
-def test_a_rotated_pair_read_by_one_command_carries_the_time_and_the_accounts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_rotated_pair_read_by_one_command_carries_the_time_and_the_accounts(tmp_path) -> None:
     """logrotate's flush reopens the general log in the same second: the new file's first records
     print no time and belong to connections whose logins are in the older file."""
     import io
@@ -125,7 +125,7 @@ def test_a_rotated_pair_read_by_one_command_carries_the_time_and_the_accounts(tm
     assert "flushed the logs" in gap.detail
 
 
-def test_a_statement_run_inside_a_definer_routine_links_to_its_call(tmp_path, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_a_statement_run_inside_a_definer_routine_links_to_its_call(tmp_path, api_client) -> None:
     import io
 
     from django.core.management import call_command
@@ -142,7 +142,7 @@ def test_a_statement_run_inside_a_definer_routine_links_to_its_call(tmp_path, ap
     assert detail["attribution_proof"]["call"] == proof.call.pk and detail["definer"] == "dave@localhost"
 
 
-def test_a_followed_source_keeps_accounts_across_logrotate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_followed_source_keeps_accounts_across_logrotate(tmp_path) -> None:
     """The scene's general log followed as a server writes it: its first part polled as
     general.log, then renamed to general.log.1 by logrotate while the new general.log begins
     (with the flush's banner): the connections open across it keep their accounts."""

@@ -26,7 +26,7 @@ def gaps() -> list[tuple[object, ...]]:
 
 
 def t(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(*parts, tzinfo=UTC)
 
 
 def test_the_real_restart_and_the_final_switch_off_are_gaps() -> None:
@@ -45,7 +45,7 @@ def test_the_real_restart_and_the_final_switch_off_are_gaps() -> None:
     assert len(gaps()) == 2
 
 
-def test_switched_off_and_on_again_is_one_gap_and_the_clock_going_back_another(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_switched_off_and_on_again_is_one_gap_and_the_clock_going_back_another(tmp_path) -> None:
     path = tmp_path / "general.log"
     path.write_bytes(
         b"2026-01-05T09:00:00.000000Z\t    7 Query\tSET GLOBAL general_log = 'OFF'\n"
@@ -68,7 +68,7 @@ def test_switched_off_and_on_again_is_one_gap_and_the_clock_going_back_another(t
     assert opened.endswith("do not say which. Before it, connection 7 switched logging off at line 1")
 
 
-def test_a_gap_between_two_files_of_one_ingest(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_gap_between_two_files_of_one_ingest(tmp_path) -> None:
     first, second = tmp_path / "audit.log.1", tmp_path / "audit.log"
     first.write_bytes(
         b"20260105 09:00:00,db1,bob,h,900,1,CONNECT,shop,,0\n"

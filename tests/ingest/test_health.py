@@ -29,12 +29,12 @@ def followed(**changes: object) -> Facts:
         floor=60.0,
         ceiling=3600.0,
     )
-    return replace(facts, **changes)  # type: ignore[arg-type]
+    return replace(facts, **changes)
 
 
 def once(**changes: object) -> Facts:
     """A file given to `manage.py ingest`: switched off, read once."""
-    return replace(followed(), **{"followed": False, **changes})  # type: ignore[arg-type]
+    return replace(followed(), **{"followed": False, **changes})
 
 
 def test_it_learns_the_usual_gap_and_suspects_a_silence_well_beyond_it() -> None:

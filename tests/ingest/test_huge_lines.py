@@ -99,7 +99,7 @@ def assert_bounded(server: str, count: int) -> None:
 @pytest.mark.parametrize("fmt", sorted(LOGS))
 def test_a_followed_file_read_in_polls_stores_what_one_read_stores(
     tmp_path: Path, settings, fmt: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The file grows in steps that end anywhere, also inside a huge line still being written."""
     settings.INGEST_MAX_LINE_BYTES = CAP
     whole = b"".join(LOGS[fmt](12))
@@ -133,7 +133,7 @@ def test_a_followed_file_read_in_polls_stores_what_one_read_stores(
 
 
 @pytest.mark.parametrize("fmt", sorted(LOGS))
-def test_ranges_cut_inside_huge_lines_store_what_one_read_stores(tmp_path: Path, settings, fmt: str) -> None:  # type: ignore[no-untyped-def]
+def test_ranges_cut_inside_huge_lines_store_what_one_read_stores(tmp_path: Path, settings, fmt: str) -> None:
     settings.INGEST_MAX_LINE_BYTES = CAP
     whole = b"".join(LOGS[fmt](9))
     want, want_problems = reference(tmp_path, whole, fmt)
@@ -154,7 +154,7 @@ def test_ranges_cut_inside_huge_lines_store_what_one_read_stores(tmp_path: Path,
     assert_bounded("db1", 3)
 
 
-def test_an_upload_with_a_huge_line_in_a_small_gz_is_cut_and_goes_on(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_an_upload_with_a_huge_line_in_a_small_gz_is_cut_and_goes_on(tmp_path: Path, settings) -> None:
     """32 MiB of one statement in a .gz of about 32 KB, read as an upload is (a source's file)."""
     settings.INGEST_MAX_LINE_BYTES = CAP
     head = b"2024-05-01T10:00:01.000000Z\t    7 Query\tDELETE FROM shop.orders WHERE note = '"

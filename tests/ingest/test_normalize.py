@@ -10,13 +10,13 @@ from ingest.normalize import SessionTracker, classify_events
 from ingest.parsers.records import LogRecord, Problem, ServerStart
 
 
-def rec(conn: int, command: str, arg: bytes, when: datetime | None = None, **kw) -> LogRecord:  # type: ignore[no-untyped-def]
+def rec(conn: int, command: str, arg: bytes, when: datetime | None = None, **kw) -> LogRecord:
     return LogRecord(
         line=1, offset=0, raw=arg, occurred_at=when, connection_id=conn, command=command, argument=arg, **kw
     )
 
 
-def run(items, tz=UTC) -> list[EventRecord]:  # type: ignore[no-untyped-def]
+def run(items, tz=UTC) -> list[EventRecord]:
     return [
         e for e in classify_events(SessionTracker("db1", tz).process(items)) if isinstance(e, EventRecord)
     ]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_continuous import worker_database_url
+from tests.processes import worker_database_url
 
 REPO = Path(__file__).resolve().parent.parent.parent
 pytestmark = pytest.mark.django_db(transaction=True)

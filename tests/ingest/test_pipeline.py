@@ -25,7 +25,7 @@ def stored() -> list[tuple[object, ...]]:
     return sorted((bytes(h), *rest) for h, *rest in rows)
 
 
-def test_the_second_process_stores_exactly_what_one_process_stores(settings) -> None:  # type: ignore[no-untyped-def]
+def test_the_second_process_stores_exactly_what_one_process_stores(settings) -> None:
     settings.INGEST_BATCH_SIZE = 7  # many batches through the pipe
     settings.INGEST_PARALLEL = False
     call_command("ingest", str(SCENARIO), "--server", "s", stdout=io.StringIO())
@@ -37,7 +37,7 @@ def test_the_second_process_stores_exactly_what_one_process_stores(settings) -> 
     assert len(alone) > 50
 
 
-def test_a_session_goes_on_from_one_file_into_the_next(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_goes_on_from_one_file_into_the_next(tmp_path, settings) -> None:
     settings.INGEST_PARALLEL = True
     first, second = tmp_path / "general.log.1", tmp_path / "general.log"
     first.write_bytes(b"2026-01-05T09:00:00.000000Z\t   12 Connect\tdora@db1 on shop using TCP/IP\n")
@@ -53,13 +53,13 @@ def test_a_session_goes_on_from_one_file_into_the_next(tmp_path, settings) -> No
     assert "unattributed" not in delete.flags
 
 
-def test_an_exception_in_the_parsing_process_fails_the_run(tmp_path, settings, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_exception_in_the_parsing_process_fails_the_run(tmp_path, settings, monkeypatch) -> None:
     settings.INGEST_PARALLEL = True
     path = tmp_path / "general.log"
     path.write_bytes(b"2026-01-05T09:00:00.000000Z\t   12 Query\tSELECT 1\n")
 
     class BrokenParser(GeneralLogParser):
-        def feed(self, lines):  # type: ignore[no-untyped-def]
+        def feed(self, lines):
             raise ValueError("the parser broke")
             yield  # a generator
 
@@ -74,7 +74,7 @@ def test_an_exception_in_the_parsing_process_fails_the_run(tmp_path, settings, m
 def test_stopping_early_kills_the_child_and_leaves_no_zombie() -> None:
     import os
 
-    def endless():  # type: ignore[no-untyped-def]
+    def endless():
         n = 0
         while True:
             n += 1

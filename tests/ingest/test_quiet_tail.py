@@ -43,7 +43,7 @@ def sqls() -> list[str]:
 
 def test_the_last_record_waits_while_the_file_is_fresh_and_is_stored_once_it_is_quiet(
     tmp_path: Path, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.INGEST_SETTLE_SECONDS = 1
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
@@ -84,7 +84,7 @@ FORMATS = [
 @pytest.mark.parametrize(("sample", "fmt"), FORMATS, ids=[f"{f}-{p.name[:30]}" for p, f in FORMATS])
 def test_every_followed_format_stores_its_last_record_once_quiet(
     tmp_path: Path, settings, sample: Path, fmt: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     if not sample.is_file():
         pytest.skip(CORPUS_MISSING)
     settings.INGEST_SETTLE_SECONDS = 30
@@ -103,7 +103,7 @@ def test_every_followed_format_stores_its_last_record_once_quiet(
     assert SourceFile.objects.get(source=source).resume["offset"] == len(data)
 
 
-def test_a_half_written_last_line_is_no_quiet_end(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_half_written_last_line_is_no_quiet_end(tmp_path: Path, settings) -> None:
     settings.INGEST_SETTLE_SECONDS = 1
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
@@ -127,7 +127,7 @@ def test_a_half_written_last_line_is_no_quiet_end(tmp_path: Path, settings) -> N
 
 def test_lines_that_continue_a_record_stored_at_a_quiet_tail_are_a_problem_and_flag_it(
     tmp_path: Path, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A log written by hand (or damaged): the record looked complete, and was stored; then
     more of it came. Nothing is lost (the lines are a Problem at their own position, the file's
     hash covers them) and nothing is stored twice (the record stays as stored, flagged)."""
@@ -158,7 +158,7 @@ def test_lines_that_continue_a_record_stored_at_a_quiet_tail_are_a_problem_and_f
     assert SourceFile.objects.get(source=source).resume["offset"] == log.stat().st_size
 
 
-def test_the_continuation_is_recognised_even_when_it_comes_in_two_writes(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_the_continuation_is_recognised_even_when_it_comes_in_two_writes(tmp_path: Path, settings) -> None:
     settings.INGEST_SETTLE_SECONDS = 1
     log = tmp_path / "general.log"
     head = b"2026-03-01T09:00:01.000001Z\t  100 Query\tUPDATE stock SET qty = 0\n"
@@ -180,7 +180,7 @@ def test_the_continuation_is_recognised_even_when_it_comes_in_two_writes(tmp_pat
 
 def test_beat_polls_a_followed_file_only_when_it_changed_or_its_quiet_tail_is_due(
     tmp_path: Path, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.INGEST_SETTLE_SECONDS = 1
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
@@ -219,7 +219,7 @@ MARIADB_BANNER = (
 
 def test_a_new_file_after_a_rotation_goes_on_in_the_second_the_old_one_printed_last(
     tmp_path: Path, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """MariaDB prints a record's time only when the second changes, and keeps that second when it
     reopens its log: after FLUSH GENERAL LOGS the new file starts with a banner and records that
     print no time. They are in the second the old file printed last (as one read of both says)."""

@@ -28,7 +28,7 @@ def test_procedure_bodies(sql: str, name: str, destructive: bool, tables: tuple[
     assert called_procedure(f"CALL {quoted}(1)", "x") == name
 
 
-def test_a_call_of_a_known_procedure_is_found_as_what_it_deletes(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_call_of_a_known_procedure_is_found_as_what_it_deletes(api_client, ingest_bytes) -> None:
     ingest_bytes(
         b"2026-01-05T09:00:00.000000Z\t    3 Connect\troot@localhost on shop using Socket\n"
         b"2026-01-05T09:00:01.000000Z\t    3 Query\tCREATE PROCEDURE purge_old() BEGIN\n"

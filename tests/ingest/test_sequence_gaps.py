@@ -157,7 +157,7 @@ def test_a_hole_found_before_a_checkpoint_is_decided_after_it() -> None:
     assert [(g.line, g.detail) for g in out if isinstance(g, GapRecord) and g.reason == "sequence"] == whole
 
 
-def _shifted(items, before):  # type: ignore[no-untyped-def]
+def _shifted(items, before):
     """The parser's items of the second part, at the lines and offsets they have in the whole."""
     offset, count = sum(map(len, before)), len(before)
     for item in items:
@@ -174,7 +174,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @needs_corpus
-def test_the_store_and_the_gaps_api_show_a_sequence_gap(tmp_path: Path, client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_the_store_and_the_gaps_api_show_a_sequence_gap(tmp_path: Path, client, investigator) -> None:
     log = tmp_path / "audit.log"
     log.write_bytes(without_lines(ENTERPRISE_JSON.read_bytes(), 22))
     call_command("ingest", str(log), "--server", "db1", stdout=io.StringIO())

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def never_quiet(settings):  # type: ignore[no-untyped-def]
+def never_quiet(settings):
     """These tests are about the last record waiting for the next line: however slow the machine,
     no file here stays unchanged long enough to be quiet (tests/ingest/test_quiet_tail.py)."""
     settings.INGEST_SETTLE_SECONDS = 3600
@@ -136,7 +136,7 @@ def test_it_follows_copytruncate_without_loss_or_duplicates(tmp_path: Path) -> N
 @pytest.mark.parametrize("when", ["before it is opened", "while it is read"])
 def test_a_copytruncate_between_planning_and_reading_loses_nothing(
     tmp_path: Path, monkeypatch, when: str
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """The worker looked at the file (size, first bytes), then logrotate copied and truncated it
     and the server wrote again, before or while the worker read it: same inode, other bytes."""
     from ingest import follow as following
@@ -155,12 +155,12 @@ def test_a_copytruncate_between_planning_and_reading_loses_nothing(
         writer.write(800)  # lands at the start of the truncated file, and past the offsets read
         return old.read_bytes()
 
-    def rotated_before_opening(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def rotated_before_opening(*args, **kwargs):
         nonlocal content
         content = content or rotate_and_refill()
         return real_read_file(*args, **kwargs)
 
-    def rotated_after_first_batch(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def rotated_after_first_batch(*args, **kwargs):
         nonlocal content
         for n, message in enumerate(real_tail(*args, **kwargs)):
             yield message

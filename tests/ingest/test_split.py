@@ -211,7 +211,7 @@ def test_a_poll_gives_up_a_split_whose_planner_died(tmp_path: Path) -> None:
     assert Event.objects.filter(server="db1").count() > 400
 
 
-def test_the_run_page_shows_each_range_and_who_read_it(tmp_path: Path, investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_run_page_shows_each_range_and_who_read_it(tmp_path: Path, investigator_client) -> None:
     log = tmp_path / "general.log"
     GeneralLogWriter(log).write(3000)
     source = follow(log, "general-log")

@@ -30,7 +30,7 @@ def partitions() -> set[str]:
         return {row[0] for row in cur.fetchall()}
 
 
-def test_events_land_in_the_partition_of_their_month(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_events_land_in_the_partition_of_their_month(ingest_bytes) -> None:
     ingest_bytes(
         b"2025-12-31T23:59:59.900000Z\t    3 Query\tDELETE FROM shop.orders\n"
         b"2026-01-01T00:00:00.100000Z\t    3 Query\tDROP TABLE shop.orders\n"
@@ -45,7 +45,7 @@ def test_events_land_in_the_partition_of_their_month(ingest_bytes) -> None:  # t
     assert "ingest_event_y2026m02" not in partitions()
 
 
-def test_events_with_no_time_go_to_the_default_partition_and_are_stored_once(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_events_with_no_time_go_to_the_default_partition_and_are_stored_once(ingest_bytes) -> None:
     # The old layout prints no time before the first change of second: those times are unknown.
     log = b"\t\t    8 Query\tDELETE FROM orders\n\t\t    8 Quit\t\n"
     ingest_bytes(log)
@@ -65,7 +65,7 @@ def test_partitions_are_created_ahead_for_the_coming_months() -> None:
     assert create_partitions_ahead(2, today=date(2031, 11, 5)) == []
 
 
-def test_a_file_that_grew_stores_only_its_new_records(ingest_bytes, settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_that_grew_stores_only_its_new_records(ingest_bytes, settings) -> None:
     settings.INGEST_BATCH_SIZE = 100  # several batches, so the overlap and the new part mix in one
     data = SLAP.read_bytes()
     half = data.index(b"\n", len(data) // 2) + 1
@@ -80,7 +80,7 @@ def test_a_file_that_grew_stores_only_its_new_records(ingest_bytes, settings) ->
         assert cur.fetchone()[0] == once
 
 
-def test_raw_keeps_nul_bytes_while_the_searchable_sql_has_none(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_raw_keeps_nul_bytes_while_the_searchable_sql_has_none(ingest_bytes) -> None:
     run = ingest_bytes(SLAP.read_bytes())
     assert run.status == IngestRun.Status.DONE
     with_nul = [e for e in Event.objects.filter(command="Query") if b"\x00" in bytes(e.raw)]
@@ -92,7 +92,7 @@ def test_raw_keeps_nul_bytes_while_the_searchable_sql_has_none(ingest_bytes) -> 
         )
 
 
-def test_an_enormous_statement_is_bounded_in_sql_but_whole_in_raw(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_an_enormous_statement_is_bounded_in_sql_but_whole_in_raw(ingest_bytes) -> None:
     from ingest.rows import MAX_SQL_CHARS
 
     statement = b"DELETE FROM orders WHERE id IN (" + b"1," * MAX_SQL_CHARS + b"1)"
@@ -104,7 +104,7 @@ def test_an_enormous_statement_is_bounded_in_sql_but_whole_in_raw(ingest_bytes) 
     assert event.destructive
 
 
-def test_values_with_copy_and_array_syntax_are_stored_exactly(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_values_with_copy_and_array_syntax_are_stored_exactly(ingest_bytes) -> None:
     # Tabs, newlines, backslashes, quotes, braces and commas: COPY and array literal syntax.
     user = "o\\'\"{x,y}\\N"
     statement = 'DELETE FROM `we"ird\\,{t}` WHERE a = \'x\\ty\'\n  AND b = "\\\\N"'
@@ -131,7 +131,7 @@ def test_values_with_copy_and_array_syntax_are_stored_exactly(ingest_bytes) -> N
         b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT '\xff\xfe\x01\\x'",
     ],
 )
-def test_raw_bytes_come_back_exactly_as_the_log_had_them(ingest_bytes, record: bytes) -> None:  # type: ignore[no-untyped-def]
+def test_raw_bytes_come_back_exactly_as_the_log_had_them(ingest_bytes, record: bytes) -> None:
     ingest_bytes(record + b"\n", name="any.log")
     event = Event.objects.get()
     assert bytes(event.raw).rstrip(b"\n") == record

@@ -73,7 +73,7 @@ def test_a_transaction_open_at_the_end_of_a_file_goes_on_into_the_next() -> None
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("parallel", [True, False], ids=["two processes", "one process"])
-def test_the_flag_reaches_events_stored_in_an_earlier_batch(tmp_path, settings, api_client, parallel) -> None:  # type: ignore[no-untyped-def]
+def test_the_flag_reaches_events_stored_in_an_earlier_batch(tmp_path, settings, api_client, parallel) -> None:
     settings.INGEST_BATCH_SIZE = 2  # the DELETE is stored batches before the ROLLBACK is read
     settings.INGEST_PARALLEL = parallel
     path = tmp_path / "general.log"

@@ -33,14 +33,14 @@ def second_connection() -> psycopg.Connection:
     )
 
 
-def poll(api_client, after: str | None = None, page_size: int = 100) -> dict:  # type: ignore[no-untyped-def]
+def poll(api_client, after: str | None = None, page_size: int = 100) -> dict:
     params = {"page_size": page_size} | ({"after": after} if after else {})
     response = api_client.get("/api/v1/alerts/", params)
     assert response.status_code == 200, response.content
     return response.json()
 
 
-def poll_all(api_client, after: str | None = None, page_size: int = 100) -> tuple[list[dict], str | None]:  # type: ignore[no-untyped-def]
+def poll_all(api_client, after: str | None = None, page_size: int = 100) -> tuple[list[dict], str | None]:
     """What a SIEM does: ask after its cursor until nothing more is ready; keep the last cursor."""
     seen: list[dict] = []
     while True:
@@ -53,7 +53,7 @@ def poll_all(api_client, after: str | None = None, page_size: int = 100) -> tupl
 
 def test_each_destructive_anti_forensic_and_privilege_event_raises_one_alert(
     api_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     alerts, _ = poll_all(api_client, page_size=3)
     worth = Event.objects.filter(
@@ -72,7 +72,7 @@ def test_each_destructive_anti_forensic_and_privilege_event_raises_one_alert(
     assert [a["event"]["id"] for a in alerts] == sorted(a["event"]["id"] for a in alerts)
 
 
-def test_reading_the_same_log_again_raises_nothing_new(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_reading_the_same_log_again_raises_nothing_new(api_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     first, cursor = poll_all(api_client)
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db", name="copy-of-general.log")
@@ -83,7 +83,7 @@ def test_reading_the_same_log_again_raises_nothing_new(api_client, ingest_bytes)
 
 def test_a_poller_sees_every_alert_once_when_transactions_commit_out_of_order(
     api_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     before, cursor = poll_all(api_client)
     # A writer raises an alert first, and its transaction goes on (an ingest batch not committed).
@@ -114,7 +114,7 @@ def raise_alert(server: str) -> None:
         connection.close()  # this thread's own connection
 
 
-def test_a_rolled_back_writer_leaves_no_alert_and_holds_up_nobody_after(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_a_rolled_back_writer_leaves_no_alert_and_holds_up_nobody_after(api_client) -> None:
     aborted = second_connection()
     aborted.execute(
         "INSERT INTO ingest_alert (kind, server, created_at, reason) VALUES ('source_health', 'x', now(), '')"
@@ -134,7 +134,7 @@ def test_an_alert_knows_its_position_as_soon_as_it_is_created() -> None:
     assert Alert.objects.get(pk=first.pk).position == first.position
 
 
-def test_pages_follow_one_another_and_the_last_cursor_is_kept(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_pages_follow_one_another_and_the_last_cursor_is_kept(api_client) -> None:
     for n in range(7):
         Alert.objects.create(kind=Alert.Kind.SOURCE_HEALTH, server=f"s{n}")
     page = poll(api_client, page_size=3)
@@ -145,19 +145,19 @@ def test_pages_follow_one_another_and_the_last_cursor_is_kept(api_client) -> Non
     assert poll(api_client, last) == {"next": None, "cursor": last, "results": []}
 
 
-def test_a_cursor_it_never_gave_is_refused(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_a_cursor_it_never_gave_is_refused(api_client) -> None:
     response = api_client.get("/api/v1/alerts/", {"after": "not-a-cursor"})
     assert response.status_code == 400
     assert "after" in response.json()
 
 
-def test_the_feed_needs_a_token(client) -> None:  # type: ignore[no-untyped-def]
+def test_the_feed_needs_a_token(client) -> None:
     assert client.get("/api/v1/alerts/").status_code in (401, 403)
 
 
 def test_a_source_that_vanishes_or_falls_silent_raises_one_alert_until_it_recovers(
     api_client, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
     writer.write(20)
@@ -187,7 +187,7 @@ def test_a_source_that_vanishes_or_falls_silent_raises_one_alert_until_it_recove
 
 def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their_own_alerts(
     api_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A file read again after it grew: the writer's slow path stores (and alerts) the new events only."""
     lines = SCENARIO.read_bytes().splitlines(keepends=True)
     half = len(lines) * 2 // 3
@@ -202,7 +202,7 @@ def test_events_stored_in_a_batch_that_was_partly_stored_before_raise_only_their
     assert len(alerts) > first > 0
 
 
-def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ingest_bytes) -> None:
     from investigations.api.events import EventSerializer
 
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
@@ -214,7 +214,7 @@ def test_each_alert_carries_its_event_as_the_events_api_shows_it(api_client, ing
         assert (alert["server"], alert["occurred_at"]) == (event.server, alert["event"]["occurred_at"])
 
 
-def test_the_feeds_alerts_are_what_the_documented_serializer_says(api_client, ingest_bytes, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_feeds_alerts_are_what_the_documented_serializer_says(api_client, ingest_bytes, tmp_path) -> None:
     from ingest.alerts import alerts_after
     from investigations.api.alerts import AlertSerializer
 

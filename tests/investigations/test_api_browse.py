@@ -36,7 +36,7 @@ LOG = (
 
 
 @pytest.fixture
-def viewer_client(django_user_model):  # type: ignore[no-untyped-def]
+def viewer_client(django_user_model):
     user = django_user_model.objects.create_user("vera")
     set_role(user, Role.VIEWER)
     _, key = api_token_create(user=user)
@@ -46,11 +46,11 @@ def viewer_client(django_user_model):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def story(ingest_bytes):  # type: ignore[no-untyped-def]
+def story(ingest_bytes):
     ingest_bytes(LOG, server="db1")
 
 
-def get(c, url: str, params: dict | None = None, status: int = 200) -> dict:  # type: ignore[no-untyped-def]
+def get(c, url: str, params: dict | None = None, status: int = 200) -> dict:
     response = c.get(url, params or {})
     assert response.status_code == status, response.content
     return response.json()
@@ -64,19 +64,19 @@ URLS = ["/api/v1/sessions/", "/api/v1/tables/", "/api/v1/tables/shop.orders/hist
 
 
 @pytest.mark.parametrize("url", URLS)
-def test_a_viewer_may_read_them_and_anonymous_callers_may_not(client, viewer_client, story, url) -> None:  # type: ignore[no-untyped-def]
+def test_a_viewer_may_read_them_and_anonymous_callers_may_not(client, viewer_client, story, url) -> None:
     assert client.get(url).status_code == 401
     get(viewer_client, url)
 
 
-def test_a_login_without_a_role_is_refused(django_user_model, story) -> None:  # type: ignore[no-untyped-def]
+def test_a_login_without_a_role_is_refused(django_user_model, story) -> None:
     _, key = api_token_create(user=django_user_model.objects.create_user("nobody"))
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert c.get("/api/v1/sessions/").status_code == 403
 
 
-def test_an_event_comes_with_its_session_and_the_statements_around_it(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_an_event_comes_with_its_session_and_the_statements_around_it(viewer_client, story) -> None:
     rename = event_with("RENAME TABLE orders TO orders_old")
     body = get(viewer_client, f"/api/v1/events/{rename.pk}/", {"context": 2})
     assert body["id"] == rename.pk and body["user"] == "bob" and body["destructive"] is True
@@ -100,12 +100,12 @@ def test_an_event_comes_with_its_session_and_the_statements_around_it(viewer_cli
     ]
 
 
-def test_an_unknown_event_is_404_and_a_bad_context_400(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_event_is_404_and_a_bad_context_400(viewer_client, story) -> None:
     get(viewer_client, "/api/v1/events/999999999/", status=404)
     get(viewer_client, f"/api/v1/events/{Event.objects.first().pk}/", {"context": "many"}, status=400)
 
 
-def test_sessions_are_filtered_newest_first_with_their_counts(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_sessions_are_filtered_newest_first_with_their_counts(viewer_client, story) -> None:
     rows = get(viewer_client, "/api/v1/sessions/")["results"]
     assert [(r["user"], r["connection_id"]) for r in rows] == [("carol", 4), ("bob", 3)]
     bob = rows[1]
@@ -119,7 +119,7 @@ def test_sessions_are_filtered_newest_first_with_their_counts(viewer_client, sto
     assert get(viewer_client, "/api/v1/sessions/", {"server": "elsewhere"})["results"] == []
 
 
-def test_sessions_page_by_cursor(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_sessions_page_by_cursor(viewer_client, story) -> None:
     first = get(viewer_client, "/api/v1/sessions/", {"page_size": 1})
     assert len(first["results"]) == 1 and first["next"]
     second = get(viewer_client, first["next"])
@@ -128,7 +128,7 @@ def test_sessions_page_by_cursor(viewer_client, story) -> None:  # type: ignore[
     get(viewer_client, "/api/v1/sessions/", {"cursor": "not-ours"}, status=400)
 
 
-def test_a_session_lists_its_events_in_log_order_a_page_at_a_time(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_lists_its_events_in_log_order_a_page_at_a_time(viewer_client, story) -> None:
     bob = Session.objects.get(user="bob")
     body = get(viewer_client, f"/api/v1/sessions/{bob.pk}/", {"page_size": 5})
     assert body["key"] == bob.key and body["statements"] == 8
@@ -142,7 +142,7 @@ def test_a_session_lists_its_events_in_log_order_a_page_at_a_time(viewer_client,
     get(viewer_client, "/api/v1/sessions/999999999/", status=404)
 
 
-def test_tables_are_listed_by_name_and_searched(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_tables_are_listed_by_name_and_searched(viewer_client, story) -> None:
     tables_seen_refresh()
     names = [r["name"] for r in get(viewer_client, "/api/v1/tables/")["results"]]
     assert names == ["shop.orders", "shop.orders_2025", "shop.orders_old"]
@@ -154,7 +154,7 @@ def test_tables_are_listed_by_name_and_searched(viewer_client, story) -> None:  
     assert [r["name"] for r in get(viewer_client, first["next"])["results"]] == names[2:]
 
 
-def test_tables_stored_after_the_last_rebuild_are_listed_too(viewer_client, story, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_tables_stored_after_the_last_rebuild_are_listed_too(viewer_client, story, ingest_bytes) -> None:
     tables_seen_refresh()
     ingest_bytes(
         b"2026-01-06T08:00:00.000000Z\t    9 Query\tTRUNCATE TABLE crm.leads\n", name="b.log", server="db2"
@@ -164,7 +164,7 @@ def test_tables_stored_after_the_last_rebuild_are_listed_too(viewer_client, stor
     assert "crm.leads" in [r["name"] for r in get(viewer_client, "/api/v1/tables/")["results"]]
 
 
-def test_a_table_history_follows_its_renames(viewer_client, story) -> None:  # type: ignore[no-untyped-def]
+def test_a_table_history_follows_its_renames(viewer_client, story) -> None:
     body = get(viewer_client, "/api/v1/tables/shop.orders/history/", {"destructive": "true"})
     assert [r["sql"] for r in body["results"]] == [
         "DROP TABLE orders_2025",
@@ -188,14 +188,14 @@ def test_a_table_history_follows_its_renames(viewer_client, story) -> None:  # t
     ]
 
 
-def test_a_table_name_with_a_slash_is_one_path_segment_when_encoded(viewer_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_table_name_with_a_slash_is_one_path_segment_when_encoded(viewer_client, ingest_bytes) -> None:
     ingest_bytes(b"2026-01-05T08:00:00.000000Z\t    3 Query\tDROP TABLE `we/ird`.`t`\n")
     name = Event.objects.get().tables[0]
     body = get(viewer_client, "/api/v1/tables/" + quote(name, safe="") + "/history/")
     assert body["name"] == name and [r["statement_type"] for r in body["results"]] == ["DROP TABLE"]
 
 
-def test_gaps_are_listed_newest_first_and_filtered_by_window_and_source(viewer_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_gaps_are_listed_newest_first_and_filtered_by_window_and_source(viewer_client, ingest_bytes) -> None:
     run = ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     rows = get(viewer_client, "/api/v1/gaps/")["results"]
     assert [(r["reason"], r["started_at"], r["ended_at"]) for r in rows] == [

@@ -18,12 +18,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def report_dir(tmp_path, settings):  # type: ignore[no-untyped-def]
+def report_dir(tmp_path, settings):
     settings.REPORT_DIR = tmp_path / "reports"
 
 
 @pytest.fixture
-def culprit(ingest_bytes):  # type: ignore[no-untyped-def]
+def culprit(ingest_bytes):
     ingest_bytes(story(), server="db1")
     return Event.objects.get(sql=CULPRIT_SQL)
 

@@ -23,26 +23,26 @@ LOG = (
 
 
 @pytest.fixture
-def events(ingest_bytes):  # type: ignore[no-untyped-def]
+def events(ingest_bytes):
     ingest_bytes(LOG, server="s1")
 
 
-def results(api_client, query: str = "") -> list[dict]:  # type: ignore[no-untyped-def]
+def results(api_client, query: str = "") -> list[dict]:
     response = api_client.get("/api/v1/events/?" + query)
     assert response.status_code == 200, response.content
     return response.json()["results"]
 
 
-def test_it_refuses_anonymous_callers(client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_refuses_anonymous_callers(client, events) -> None:
     assert client.get("/api/v1/events/").status_code in (401, 403)
 
 
-def test_it_refuses_a_wrong_token(client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_refuses_a_wrong_token(client, events) -> None:
     response = client.get("/api/v1/events/", HTTP_AUTHORIZATION="Token not-a-token-we-gave-out")
     assert response.status_code == 401
 
 
-def test_it_lists_every_event_with_the_contract_fields(api_client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_lists_every_event_with_the_contract_fields(api_client, events) -> None:
     rows = results(api_client)
     assert len(rows) == 8  # the start banner, 2 Connects, 4 statements, 1 Quit
     fields = set(
@@ -71,7 +71,7 @@ def test_it_lists_every_event_with_the_contract_fields(api_client, events) -> No
     assert set(rows[0]["source"]) >= {"file", "line", "offset"}
 
 
-def test_it_attributes_the_delete_to_the_connect_user(api_client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_attributes_the_delete_to_the_connect_user(api_client, events) -> None:
     (row,) = results(api_client, "destructive=true&table=shop.orders")
     assert (row["user"], row["host"], row["ip"], row["connection_id"]) == (
         "carol",
@@ -87,7 +87,7 @@ def test_it_attributes_the_delete_to_the_connect_user(api_client, events) -> Non
     assert row["source"]["offset"] == LOG.index(b"2026-01-05T09:00:03")
 
 
-def test_it_marks_a_connection_that_began_before_the_log_unattributed(api_client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_marks_a_connection_that_began_before_the_log_unattributed(api_client, events) -> None:
     (row,) = results(api_client, "statement_type=DROP+TABLE")
     assert row["user"] is None and row["connection_id"] == 33
     assert "unattributed" in row["flags"]
@@ -112,18 +112,18 @@ def test_it_marks_a_connection_that_began_before_the_log_unattributed(api_client
         ("destructive=false", ["SELECT"]),
     ],
 )
-def test_each_filter_narrows_the_events(api_client, events, query, expected_sql_start) -> None:  # type: ignore[no-untyped-def]
+def test_each_filter_narrows_the_events(api_client, events, query, expected_sql_start) -> None:
     rows = [r for r in results(api_client, query) if r["command"] == "Query"]
     assert [r["sql"].split()[0] for r in rows] == expected_sql_start
 
 
-def test_it_rejects_a_malformed_time(api_client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_rejects_a_malformed_time(api_client, events) -> None:
     response = api_client.get("/api/v1/events/?since=yesterday-ish")
     assert response.status_code == 400
     assert "since" in response.json()
 
 
-def test_cursor_pages_cover_everything_once_even_while_rows_arrive(api_client, events, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_cursor_pages_cover_everything_once_even_while_rows_arrive(api_client, events, ingest_bytes) -> None:
     seen: list[int] = []
     url = "/api/v1/events/?page_size=3"
     first = api_client.get(url).json()
@@ -140,11 +140,11 @@ def test_cursor_pages_cover_everything_once_even_while_rows_arrive(api_client, e
     assert len(seen) == len(set(seen))
 
 
-def test_it_rejects_a_forged_cursor(api_client, events) -> None:  # type: ignore[no-untyped-def]
+def test_it_rejects_a_forged_cursor(api_client, events) -> None:
     assert api_client.get("/api/v1/events/?cursor=bm90LWEtY3Vyc29y").status_code == 400
 
 
-def test_the_openapi_schema_documents_the_filters(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_openapi_schema_documents_the_filters(api_client) -> None:
     response = api_client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     body = response.content.decode()

@@ -16,7 +16,7 @@ SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def export(api_client, **params: str) -> list[dict]:  # type: ignore[no-untyped-def]
+def export(api_client, **params: str) -> list[dict]:
     response = api_client.get("/api/v1/events/export.ndjson", params)
     assert response.status_code == 200, response.content
     assert response["Content-Type"] == "application/x-ndjson"
@@ -25,7 +25,7 @@ def export(api_client, **params: str) -> list[dict]:  # type: ignore[no-untyped-
     return [json.loads(line) for line in body.splitlines()]
 
 
-def test_it_exports_every_event_of_the_filter_oldest_first(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_it_exports_every_event_of_the_filter_oldest_first(api_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     rows = export(api_client)
     assert [r["id"] for r in rows] == list(
@@ -39,7 +39,7 @@ def test_it_exports_every_event_of_the_filter_oldest_first(api_client, ingest_by
     assert orders == page[::-1]  # the same events with the same fields as the API, oldest first
 
 
-def test_ecs_names_the_fields_as_elastic_expects(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_ecs_names_the_fields_as_elastic_expects(api_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     rows = export(api_client, table="shop.orders", destructive="true", schema="ecs")
     delete = next(r for r in rows if r["message"] == "DELETE FROM orders")
@@ -55,12 +55,12 @@ def test_ecs_names_the_fields_as_elastic_expects(api_client, ingest_bytes) -> No
     assert isinstance(delete["log"]["offset"], int)
 
 
-def test_an_unknown_schema_or_filter_is_refused(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_schema_or_filter_is_refused(api_client) -> None:
     assert api_client.get("/api/v1/events/export.ndjson", {"schema": "splunk"}).status_code == 400
     assert api_client.get("/api/v1/events/export.ndjson", {"since": "yesterday"}).status_code == 400
 
 
-def test_the_export_needs_a_token(client) -> None:  # type: ignore[no-untyped-def]
+def test_the_export_needs_a_token(client) -> None:
     assert client.get("/api/v1/events/export.ndjson").status_code in (401, 403)
 
 
@@ -79,7 +79,7 @@ HOSTILE = (
 )
 
 
-def api_rows(api_client, params: dict) -> list[dict]:  # type: ignore[no-untyped-def]
+def api_rows(api_client, params: dict) -> list[dict]:
     """Every event of the filter through /api/v1/events/ (all pages), oldest first (the API lists
     newest first, events without a time after the others)."""
     rows: list[dict] = []
@@ -126,7 +126,7 @@ def ecs_of(row: dict) -> dict:
 
 
 @pytest.fixture
-def scene(ingest_bytes):  # type: ignore[no-untyped-def]
+def scene(ingest_bytes):
     ingest_bytes(SCENARIO.read_bytes(), server="shop-db")
     ingest_bytes((FIXTURES / "crime_scene" / "mariadb-10.11.19-server_audit.log").read_bytes(),
                  name="server_audit.log", server="audit-db", fmt="mariadb-audit")  # fmt: skip
@@ -157,14 +157,14 @@ FILTERS = [
 
 
 @pytest.mark.parametrize("params", FILTERS, ids=lambda p: "&".join(f"{k}={v}" for k, v in p.items()) or "all")
-def test_each_filter_exports_exactly_the_apis_events_field_for_field(api_client, scene, params) -> None:  # type: ignore[no-untyped-def]
+def test_each_filter_exports_exactly_the_apis_events_field_for_field(api_client, scene, params) -> None:
     expected = api_rows(api_client, params)
     assert expected  # each filter finds something in the scene
     assert export(api_client, **params) == expected
     assert export(api_client, **params, schema="ecs") == [ecs_of(row) for row in expected]
 
 
-def test_every_event_of_the_scene_is_exported_with_odd_bytes_intact(api_client, scene) -> None:  # type: ignore[no-untyped-def]
+def test_every_event_of_the_scene_is_exported_with_odd_bytes_intact(api_client, scene) -> None:
     rows = export(api_client)
     assert len(rows) == Event.objects.count() > 100
     assert rows[-1]["occurred_at"] is None and rows[-1]["sql"] == "TRUNCATE t"  # time unknown: last
@@ -177,7 +177,7 @@ def test_every_event_of_the_scene_is_exported_with_odd_bytes_intact(api_client, 
 
 def test_a_client_that_goes_away_stops_the_export_and_leaves_the_connection_usable(
     api_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from django.db import connection
 
     from investigations.query.export import CHUNK_BYTES
@@ -221,7 +221,7 @@ def readme_ecs_table() -> list[tuple[list[str], list[str], str]]:
 
 def at(row: dict, path: str) -> object:
     for key in [path] if path == "@timestamp" else path.split("."):
-        row = row[key]  # type: ignore[assignment]
+        row = row[key]
     return row
 
 
@@ -231,7 +231,7 @@ def leaves(value: object, prefix: str = "") -> set[str]:
     return {prefix.rstrip(".")}
 
 
-def test_the_readmes_ecs_table_is_what_the_export_writes(api_client, scene) -> None:  # type: ignore[no-untyped-def]
+def test_the_readmes_ecs_table_is_what_the_export_writes(api_client, scene) -> None:
     import json as jsonlib
     import re
 

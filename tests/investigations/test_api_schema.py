@@ -24,7 +24,7 @@ def operations(schema: dict) -> list[tuple[str, str, dict]]:
     return [(path, method, op) for path, ops in schema["paths"].items() for method, op in ops.items()]
 
 
-def test_the_schema_validates_and_serves_the_contracts_paths(schema) -> None:  # type: ignore[no-untyped-def]
+def test_the_schema_validates_and_serves_the_contracts_paths(schema) -> None:
     assert schema["openapi"].startswith("3.")
     assert {
         "/api/v1/events/",
@@ -42,7 +42,7 @@ def test_the_schema_validates_and_serves_the_contracts_paths(schema) -> None:  #
     } <= set(schema["paths"])
 
 
-def test_every_operation_says_what_it_does(schema) -> None:  # type: ignore[no-untyped-def]
+def test_every_operation_says_what_it_does(schema) -> None:
     undocumented = [
         f"{method.upper()} {path}"
         for path, method, op in operations(schema)
@@ -51,7 +51,7 @@ def test_every_operation_says_what_it_does(schema) -> None:  # type: ignore[no-u
     assert undocumented == []
 
 
-def test_every_parameter_has_a_description_and_an_example(schema) -> None:  # type: ignore[no-untyped-def]
+def test_every_parameter_has_a_description_and_an_example(schema) -> None:
     bare = [
         f"{method.upper()} {path} {p['name']}"
         for path, method, op in operations(schema)
@@ -61,7 +61,7 @@ def test_every_parameter_has_a_description_and_an_example(schema) -> None:  # ty
     assert bare == []
 
 
-def test_every_event_filter_is_documented_on_the_event_endpoints(schema) -> None:  # type: ignore[no-untyped-def]
+def test_every_event_filter_is_documented_on_the_event_endpoints(schema) -> None:
     from investigations.query.filters import EventFilter
 
     filters = set(EventFilter.base_filters)
@@ -74,12 +74,12 @@ def test_every_event_filter_is_documented_on_the_event_endpoints(schema) -> None
     assert filters - {"table", "sort"} <= history
 
 
-def test_token_authentication_is_described(schema) -> None:  # type: ignore[no-untyped-def]
+def test_token_authentication_is_described(schema) -> None:
     token = schema["components"]["securitySchemes"]["tokenAuth"]
     assert (token["type"], token["in"], token["name"]) == ("apiKey", "header", "Authorization")
 
 
-def test_the_browsable_docs_are_served_from_auditweb_itself(client, django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_the_browsable_docs_are_served_from_auditweb_itself(client, django_user_model) -> None:
     from django.conf import settings
 
     from investigations.roles import Role, set_role

@@ -40,7 +40,7 @@ def post(client: Any, fields: dict[str, Any]) -> Any:
     return client.post("/api/v1/sources/", fields, format="json")
 
 
-def test_the_documented_fields_alone_make_a_source_with_the_other_defaults(admin_api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_documented_fields_alone_make_a_source_with_the_other_defaults(admin_api_client) -> None:
     response = post(admin_api_client, DOCUMENTED)
     assert response.status_code == 201, response.json()
     body = response.json()
@@ -62,7 +62,7 @@ def test_every_input_field_with_a_default_is_listed_here() -> None:
 
 
 @pytest.mark.parametrize("left_out", sorted(NOT_DEFAULT))
-def test_a_field_left_out_takes_its_default_and_the_others_are_kept(admin_api_client, left_out) -> None:  # type: ignore[no-untyped-def]
+def test_a_field_left_out_takes_its_default_and_the_others_are_kept(admin_api_client, left_out) -> None:
     fields = {"name": "db1", "server": "db1", "path": "/var/log/db1.log", "dsn": "mysql://auditweb@db1:3306"}
     fields.update({k: v for k, v in NOT_DEFAULT.items() if k != left_out})
     response = post(admin_api_client, fields)
@@ -73,7 +73,7 @@ def test_a_field_left_out_takes_its_default_and_the_others_are_kept(admin_api_cl
         assert getattr(source, name) == expected, name
 
 
-def test_name_path_and_server_alone_make_a_file_source_with_every_default(admin_api_client) -> None:  # type: ignore[no-untyped-def]
+def test_name_path_and_server_alone_make_a_file_source_with_every_default(admin_api_client) -> None:
     response = post(admin_api_client, {"name": "db2", "server": "db2", "path": "/var/log/db2/*.log"})
     assert response.status_code == 201, response.json()
     source = Source.objects.get(pk=response.json()["id"])
@@ -90,20 +90,20 @@ def test_name_path_and_server_alone_make_a_file_source_with_every_default(admin_
 
 
 @pytest.mark.parametrize("left_out", ["name", "server"])
-def test_a_field_without_a_default_is_still_required(admin_api_client, left_out) -> None:  # type: ignore[no-untyped-def]
+def test_a_field_without_a_default_is_still_required(admin_api_client, left_out) -> None:
     response = post(admin_api_client, {k: v for k, v in DOCUMENTED.items() if k != left_out})
     assert response.status_code == 400
     assert list(response.json()) == [left_out]
     assert not Source.objects.exists()
 
 
-def test_a_value_sent_as_null_is_refused_not_defaulted(admin_api_client) -> None:  # type: ignore[no-untyped-def]
+def test_a_value_sent_as_null_is_refused_not_defaulted(admin_api_client) -> None:
     response = post(admin_api_client, {**DOCUMENTED, "quiet_seconds": None})
     assert response.status_code == 400
     assert list(response.json()) == ["quiet_seconds"]
 
 
-def test_the_schema_requires_only_the_fields_without_a_default(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_schema_requires_only_the_fields_without_a_default(api_client) -> None:
     schema = api_client.get("/api/schema/", {"format": "json"}).json()
     body = schema["paths"]["/api/v1/sources/"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     component = schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]

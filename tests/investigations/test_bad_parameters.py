@@ -67,7 +67,7 @@ def reading_parameters() -> Iterator[set[str]]:
 
 
 @pytest.mark.parametrize("route", GET_ROUTES, ids=[r.name for r in GET_ROUTES])
-def test_no_parameter_value_makes_a_server_error(route: Route, world: World, personas) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_no_parameter_value_makes_a_server_error(route: Route, world: World, personas) -> None:  # noqa: F811
     admin = personas[Role.ADMIN]
     client = admin.api if route.api_view is not None else admin.page
     client.raise_request_exception = False  # a 500 is counted, not raised
@@ -93,7 +93,7 @@ def test_no_parameter_value_makes_a_server_error(route: Route, world: World, per
 )
 def test_an_upload_of_any_name_is_kept_read_and_recorded(
     investigator_client, settings, tmp_path, sent
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     from ingest.models import SourceFile

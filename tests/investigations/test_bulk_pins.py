@@ -15,24 +15,18 @@ from ingest.models import Event
 from investigations.cases import MAX_PINS_PER_REQUEST, case_create, case_set_status, evidence_pin
 from investigations.models import Case, CaseNote, Evidence, SavedFilter
 from investigations.trail import AuditRecord
-from tests.investigations.cases_data import CULPRIT_SQL, story
+from tests.investigations.cases_data import CULPRIT_SQL
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def events(ingest_bytes):  # type: ignore[no-untyped-def]
-    ingest_bytes(story(), server="db1")
-    return Event.objects
-
-
-@pytest.fixture
-def bobs(events):  # type: ignore[no-untyped-def]
+def bobs(events):
     """bob's statements, oldest first (connect, select, delete, drop)."""
     return list(events.filter(user="bob").order_by("occurred_at", "id"))
 
 
-def pin_selected(client, ids, case, **extra):  # type: ignore[no-untyped-def]
+def pin_selected(client, ids, case, **extra):
     return client.post(reverse("pin-selected"), {"event": ids, "case": case, **extra}, HTTP_HX_REQUEST="true")
 
 

@@ -6,27 +6,20 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from ingest.models import Event
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case, CaseNote, Evidence, SavedFilter
 from investigations.roles import Role, set_role
-from tests.investigations.cases_data import CULPRIT_SQL, story
+from tests.investigations.cases_data import CULPRIT_SQL
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def events(ingest_bytes):  # type: ignore[no-untyped-def]
-    ingest_bytes(story(), server="db1")
-    return Event.objects
-
-
-@pytest.fixture
-def culprit(events):  # type: ignore[no-untyped-def]
+def culprit(events):
     return events.get(sql=CULPRIT_SQL)
 
 
-def login_as(client, django_user_model, name: str, role: Role | None):  # type: ignore[no-untyped-def]
+def login_as(client, django_user_model, name: str, role: Role | None):
     user = django_user_model.objects.create_user(name)
     set_role(user, role)
     client.force_login(user)

@@ -24,7 +24,7 @@ T = datetime(2026, 3, 4, 22, 15, tzinfo=UTC)
 
 
 @pytest.fixture
-def delete_event(ingest_bytes):  # type: ignore[no-untyped-def]
+def delete_event(ingest_bytes):
     ingest_bytes(
         genlog(
             (T, 7, "Connect", "bob@10.0.0.9 on shop using TCP/IP"),

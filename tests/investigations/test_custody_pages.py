@@ -27,7 +27,7 @@ def ingested(tmp_path: Path) -> Source:
 
 def test_the_event_page_shows_the_file_hash_and_the_batch_link_of_the_chain(
     investigator_client, ingested
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     event = Event.objects.filter(destructive=True).first()
     assert event is not None
     page = investigator_client.get(f"/events/{event.pk}/").content.decode()
@@ -41,7 +41,7 @@ def test_the_event_page_shows_the_file_hash_and_the_batch_link_of_the_chain(
 
 def test_the_source_page_shows_the_chain_head_and_the_run_page_the_file_hash(
     investigator_client, ingested
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     head = CustodyHead.objects.get(source=ingested)
     page = investigator_client.get(f"/sources/{ingested.pk}/").content.decode()
     assert f"{head.seq} link(s)" in page and bytes(head.hash).hex() in page

@@ -17,19 +17,19 @@ PAGES = ["/", "/events/", "/events/1/", "/sessions/", "/sessions/1/", "/tables/"
 
 
 @pytest.mark.parametrize("url", PAGES)
-def test_every_page_asks_for_a_login(client, url) -> None:  # type: ignore[no-untyped-def]
+def test_every_page_asks_for_a_login(client, url) -> None:
     response = client.get(url)
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
-def test_logging_in_lands_on_the_dashboard(client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_logging_in_lands_on_the_dashboard(client, investigator) -> None:
     login = {"username": "ivy", "password": "correct horse battery staple"}
     response = client.post("/accounts/login/", login)
     assert response["Location"] == "/"
     assert "<h1>Dashboard</h1>" in client.get("/").content.decode()
 
 
-def test_the_navigation_leads_to_each_section_and_marks_the_current_one(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_navigation_leads_to_each_section_and_marks_the_current_one(investigator_client) -> None:
     html = investigator_client.get("/sessions/").content.decode()
     nav = html.split('<nav aria-label="Main">', 1)[1].split("</nav>", 1)[0]
     for label, url in [("Dashboard", "/"), ("Explorer", "/events/"), ("Tables", "/tables/"),
@@ -39,12 +39,12 @@ def test_the_navigation_leads_to_each_section_and_marks_the_current_one(investig
     assert 'href="/sessions/" aria-current="page"' in nav
 
 
-def test_an_empty_dashboard_says_what_to_do(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_empty_dashboard_says_what_to_do(investigator_client) -> None:
     html = investigator_client.get("/").content.decode()
     assert "No sources yet" in html and 'href="/sources/upload/"' in html
 
 
-def test_it_counts_recent_destructive_and_anti_forensic_events(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_it_counts_recent_destructive_and_anti_forensic_events(investigator_client, ingest_bytes) -> None:
     now = timezone.now().replace(microsecond=0)
     ingest_bytes(
         genlog(
@@ -67,7 +67,7 @@ def test_it_counts_recent_destructive_and_anti_forensic_events(investigator_clie
     assert "logging switched off" in html and "still open" in html  # the gap it left
 
 
-def test_a_count_links_to_the_explorer_listing_those_events(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_count_links_to_the_explorer_listing_those_events(investigator_client, ingest_bytes) -> None:
     now = timezone.now().replace(microsecond=0)
     ingest_bytes(genlog((now - timedelta(hours=2), 7, "Query", "DROP TABLE audit_trail")))
     html = investigator_client.get("/?tz=UTC").content.decode()
@@ -76,7 +76,7 @@ def test_a_count_links_to_the_explorer_listing_those_events(investigator_client,
     assert "DROP TABLE audit_trail" in listed and "1 event matches." in listed
 
 
-def test_it_lists_unhealthy_sources_with_why(investigator_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_it_lists_unhealthy_sources_with_why(investigator_client, tmp_path) -> None:
     Source.objects.create(name="db9 log", kind="file", path=str(tmp_path / "gone.log"), server="db9")
     quiet = tmp_path / "quiet.log"
     quiet.write_bytes(b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT 1\n")
@@ -93,7 +93,7 @@ def test_it_lists_unhealthy_sources_with_why(investigator_client, tmp_path) -> N
     assert "db7 log" not in html  # no data yet, but not for longer than its quiet time: not listed
 
 
-def test_running_ingests_show_progress_and_poll_while_they_run(investigator_client, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_running_ingests_show_progress_and_poll_while_they_run(investigator_client, tmp_path) -> None:
     source = Source.objects.create(name="upload", kind="upload", path=str(tmp_path / "x.log"), server="db1")
     IngestRun.objects.create(source=source, status="running", bytes_read=250, bytes_total=1000)
     html = investigator_client.get("/").content.decode()

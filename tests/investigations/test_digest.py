@@ -26,7 +26,7 @@ DELETE_BY_ID = "delete from orders where id = ?"
 
 
 @pytest.fixture
-def crime_scene(tmp_path):  # type: ignore[no-untyped-def]
+def crime_scene(tmp_path):
     """The general log and server_audit of the scene, ingested by the pipeline in each test's
     transaction (rolled back after it: nothing committed is left for other tests)."""
     from ingest.pipeline import ingest_file, source_for_path
@@ -64,7 +64,7 @@ def counted_in_python(params: dict) -> dict[str, dict]:
 
 @pytest.mark.parametrize("params", [{}, {"destructive": "true"}, {"server": "crime-general"},
                                     {"table": "orders", "user": "bob"}])  # fmt: skip
-def test_every_figure_equals_the_events_counted_one_by_one(params) -> None:  # type: ignore[no-untyped-def]
+def test_every_figure_equals_the_events_counted_one_by_one(params) -> None:
     found = digest(filter_events(params).qs, limit=500)
     expected = counted_in_python(params)
     assert found.rows and found.more == 0
@@ -99,7 +99,7 @@ def test_the_delete_by_id_fingerprint_matches_the_scenes_truth() -> None:
     assert row.tables.values == [("shop.orders", len(truth))]
 
 
-def test_sorting_orders_rows_by_the_column_asked(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_sorting_orders_rows_by_the_column_asked(investigator_client) -> None:
     qs = filter_events({}).qs
     first = digest(qs, sort="first", limit=500).rows
     assert [r.first for r in first] == sorted(r.first for r in first)
@@ -112,7 +112,7 @@ def test_sorting_orders_rows_by_the_column_asked(investigator_client) -> None:  
     assert destructive.more == destructive.fingerprints - 3 > 0
 
 
-def test_the_page_shows_each_fingerprint_linked_to_its_events(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_shows_each_fingerprint_linked_to_its_events(investigator_client) -> None:
     html = investigator_client.get("/digest/?server=crime-general&sort=destructive&tz=UTC").content.decode()
     qid = query_id(DELETE_BY_ID)
     assert f'href="/events/?server=crime-general&amp;tz=UTC&amp;fingerprint={qid}"' in html
@@ -124,7 +124,7 @@ def test_the_page_shows_each_fingerprint_linked_to_its_events(investigator_clien
     assert 'href="/digest/?server=crime-general&amp;fingerprint=' in explorer
 
 
-def test_the_fingerprint_filter_takes_the_text_or_its_query_id(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_fingerprint_filter_takes_the_text_or_its_query_id(api_client) -> None:
     expected = set(Event.objects.filter(fingerprint=DELETE_BY_ID).values_list("id", flat=True))
     assert len(expected) >= 4
     for value in (DELETE_BY_ID, query_id(DELETE_BY_ID), query_id(DELETE_BY_ID).lower()):
@@ -133,14 +133,14 @@ def test_the_fingerprint_filter_takes_the_text_or_its_query_id(api_client) -> No
     assert api_client.get("/api/v1/events/", {"fingerprint": "0x" + "0" * 16}).json()["results"] == []
 
 
-def test_the_explorer_lists_only_the_fingerprints_events(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_explorer_lists_only_the_fingerprints_events(investigator_client) -> None:
     html = investigator_client.get(f"/events/?fingerprint={query_id(DELETE_BY_ID)}").content.decode()
     count = Event.objects.filter(fingerprint=DELETE_BY_ID).count()
     assert f"{count} events match." in html
     assert "DELETE FROM orders WHERE id = 5" in html and "UPDATE orders" not in html
 
 
-def test_the_api_answers_the_digest_with_its_figures(api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_answers_the_digest_with_its_figures(api_client) -> None:
     body = api_client.get("/api/v1/digest/", {"server": "crime-general", "limit": 500}).json()
     expected = counted_in_python({"server": "crime-general"})
     assert body["fingerprints"] == len(expected) == len(body["results"]) and body["more"] == 0
@@ -155,7 +155,7 @@ def test_the_api_answers_the_digest_with_its_figures(api_client) -> None:  # typ
     assert len(api_client.get("/api/v1/digest/", {"limit": 2}).json()["results"]) == 2
 
 
-def test_who_may_see_the_digest(client, viewer, django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_who_may_see_the_digest(client, viewer, django_user_model) -> None:
     assert client.get("/digest/").status_code == 302  # to the login page
     assert client.get("/api/v1/digest/").status_code == 401
     nobody = django_user_model.objects.create_user("nora", password="correct horse battery staple")
@@ -168,7 +168,7 @@ def test_who_may_see_the_digest(client, viewer, django_user_model) -> None:  # t
     assert refused.status_code == 403  # a SIEM token reads events and alerts only
 
 
-def test_hostile_statements_are_escaped_and_cut(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_hostile_statements_are_escaped_and_cut(investigator_client, ingest_bytes) -> None:
     long_tail = "x" * (SAMPLE_CHARS + 500)
     ingest_bytes(
         b"2026-01-05T09:00:00.000000Z\t    7 Connect\tmallory@evil on shop using TCP/IP\n"

@@ -21,7 +21,7 @@ QUERY = "SELECT o.id, c.name FROM orders o JOIN customers c ON c.id = o.customer
 
 def test_the_statement_is_reindented_for_reading_and_kept_exact_in_the_raw_bytes(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(genlog((T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"), (T0, 7, "Query", QUERY)))
     event = Event.objects.get(statement_type="SELECT")
     html = investigator_client.get(f"/events/{event.pk}/").content.decode()
@@ -30,7 +30,7 @@ def test_the_statement_is_reindented_for_reading_and_kept_exact_in_the_raw_bytes
     assert QUERY.replace(">", "&gt;") in html.split('<pre class="raw"', 1)[1]  # the exact line, as logged
 
 
-def test_the_event_page_shows_every_field_and_links_onwards(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_event_page_shows_every_field_and_links_onwards(investigator_client, ingest_bytes) -> None:
     ingest_bytes(genlog((T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"), (T0, 7, "Query", QUERY)))
     event = Event.objects.get(statement_type="SELECT")
     html = investigator_client.get(f"/events/{event.pk}/?tz=Europe/Berlin").content.decode()
@@ -44,7 +44,7 @@ def test_the_event_page_shows_every_field_and_links_onwards(investigator_client,
     assert event.record_hash.hex() in html
 
 
-def test_an_unknown_event_is_not_found(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_event_is_not_found(investigator_client) -> None:
     assert investigator_client.get("/events/999999/").status_code == 404
 
 
@@ -58,7 +58,7 @@ def test_bucket_widths_keep_a_chart_under_120_bars() -> None:
         assert timedelta(days=days) / bucket_width(timedelta(days=days)) <= 120
 
 
-def test_chart_bars_begin_at_the_viewers_midnight(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_chart_bars_begin_at_the_viewers_midnight(investigator_client, ingest_bytes) -> None:
     berlin = ZoneInfo("Europe/Berlin")
     when = [datetime(2026, 1, d, h, tzinfo=berlin) for d in (5, 6, 7) for h in (0, 12, 23)]
     ingest_bytes(genlog(*((w.astimezone(UTC), 7, "Query", f"SELECT {i}") for i, w in enumerate(when))))

@@ -19,13 +19,13 @@ HOSTILE = (
 )
 
 
-def test_it_sends_anonymous_visitors_to_the_login_page(client) -> None:  # type: ignore[no-untyped-def]
+def test_it_sends_anonymous_visitors_to_the_login_page(client) -> None:
     response = client.get("/events/")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
 
 
-def test_the_login_page_logs_an_investigator_in(client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_the_login_page_logs_an_investigator_in(client, investigator) -> None:
     response = client.post(
         "/accounts/login/", {"username": "ivy", "password": "correct horse battery staple"}
     )
@@ -33,11 +33,11 @@ def test_the_login_page_logs_an_investigator_in(client, investigator) -> None:  
     assert client.get("/").status_code == 200
 
 
-def test_it_says_what_to_do_when_there_are_no_events(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_it_says_what_to_do_when_there_are_no_events(investigator_client) -> None:
     assert b"No events yet" in investigator_client.get("/events/").content
 
 
-def test_it_escapes_everything_the_log_said(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_it_escapes_everything_the_log_said(investigator_client, ingest_bytes) -> None:
     ingest_bytes(HOSTILE)
     page = investigator_client.get("/events/").content.decode()
     assert "<script>" not in page and "<img src=x" not in page
@@ -47,14 +47,14 @@ def test_it_escapes_everything_the_log_said(investigator_client, ingest_bytes) -
     assert "<script>" not in detail and "&lt;script&gt;" in detail
 
 
-def test_destructive_only_shows_just_the_delete(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_destructive_only_shows_just_the_delete(investigator_client, ingest_bytes) -> None:
     ingest_bytes(HOSTILE)
     page = investigator_client.get("/events/?destructive=true").content.decode()
     assert "DELETE FROM orders" in page
     assert "SELECT * FROM customers" not in page
 
 
-def test_htmx_gets_only_the_results_partial(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_htmx_gets_only_the_results_partial(investigator_client, ingest_bytes) -> None:
     ingest_bytes(HOSTILE)
     response = investigator_client.get("/events/?table=customers", HTTP_HX_REQUEST="true")
     body = response.content.decode()
@@ -63,7 +63,7 @@ def test_htmx_gets_only_the_results_partial(investigator_client, ingest_bytes) -
     assert "HX-Request" in response["Vary"]
 
 
-def test_it_pages_older_events_with_a_cursor(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_it_pages_older_events_with_a_cursor(investigator_client, ingest_bytes) -> None:
     lines = b"".join(
         b"2026-01-05T10:%02d:%02d.000000Z\t    8 Query\tSELECT %d\n" % (i // 60, i % 60, i)
         for i in range(120)
@@ -77,14 +77,14 @@ def test_it_pages_older_events_with_a_cursor(investigator_client, ingest_bytes) 
     assert "SELECT 69" in second and "SELECT 119" not in second
 
 
-def test_pages_carry_a_content_security_policy_without_inline_script(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_pages_carry_a_content_security_policy_without_inline_script(investigator_client) -> None:
     csp = investigator_client.get("/events/")["Content-Security-Policy"]
     assert "script-src 'self'" in csp and "unsafe-inline" not in csp
 
 
 def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(HOSTILE, name="mysql-general.log")
     event = Event.objects.get(statement_type="DELETE")
     page = investigator_client.get(f"/events/{event.pk}/").content.decode()
@@ -94,7 +94,7 @@ def test_the_event_page_shows_the_raw_bytes_and_where_they_came_from(
 
 def test_the_event_page_shows_its_neighbours_in_the_session_and_links_to_all_of_it(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     lines = [b"2026-01-05T10:00:00.000000Z\t    9 Connect\tdora@db1 on shop using TCP/IP\n"]
     lines += [b"2026-01-05T10:00:%02d.000000Z\t    9 Query\tSELECT %d\n" % (i, i) for i in range(1, 40)]
     lines += [b"2026-01-05T10:00:40.000000Z\t    9 Query\tDELETE FROM orders\n"]

@@ -67,7 +67,7 @@ SAMPLES = [
 
 
 @pytest.mark.parametrize(("fmt", "kind", "raw", "digits"), SAMPLES)
-def test_the_records_own_timestamp_says_its_precision(fmt, kind, raw, digits) -> None:  # type: ignore[no-untyped-def]
+def test_the_records_own_timestamp_says_its_precision(fmt, kind, raw, digits) -> None:
     assert time_digits(raw, fmt, kind) == digits
 
 
@@ -77,7 +77,7 @@ def test_hostile_bytes_are_read_no_further_than_the_head() -> None:
     assert time_digits(raw, "json-audit") is None
 
 
-def time_shown(client, event: Event, zone: str) -> str:  # type: ignore[no-untyped-def]
+def time_shown(client, event: Event, zone: str) -> str:
     html = client.get(f"/events/{event.pk}/?tz={zone}").content.decode()
     found = re.search(r'<dd id="event-time">(.*?)</dd>', html, re.S)
     assert found, "no time on the page"
@@ -85,7 +85,7 @@ def time_shown(client, event: Event, zone: str) -> str:  # type: ignore[no-untyp
 
 
 @pytest.mark.django_db
-def test_a_log_of_seconds_shows_seconds_once_in_utc(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_log_of_seconds_shows_seconds_once_in_utc(investigator_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     event = Event.objects.filter(occurred_at__isnull=False, statement_type="DELETE").order_by("id").first()
     clock = event.occurred_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
@@ -99,7 +99,7 @@ def test_a_log_of_seconds_shows_seconds_once_in_utc(investigator_client, ingest_
 
 
 @pytest.mark.django_db
-def test_a_log_of_microseconds_shows_them_in_the_zone_and_in_utc(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_log_of_microseconds_shows_them_in_the_zone_and_in_utc(investigator_client, ingest_bytes) -> None:
     when = datetime(2026, 1, 5, 9, 0, 3, 400001, tzinfo=UTC)
     ingest_bytes(genlog((when, 31, "Query", "DELETE FROM orders")), server="s1")
     event = Event.objects.get()
@@ -110,7 +110,7 @@ def test_a_log_of_microseconds_shows_them_in_the_zone_and_in_utc(investigator_cl
 
 
 @pytest.mark.django_db
-def test_the_sessions_header_names_the_zone_after_an_htmx_filter(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_sessions_header_names_the_zone_after_an_htmx_filter(investigator_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     swap = investigator_client.get("/sessions/?user=bob&tz=Europe/Berlin", HTTP_HX_REQUEST="true")
     html = swap.content.decode()
@@ -121,7 +121,7 @@ def test_the_sessions_header_names_the_zone_after_an_htmx_filter(investigator_cl
 
 
 @pytest.mark.django_db
-def test_the_tables_list_names_the_zone_after_an_htmx_search(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_tables_list_names_the_zone_after_an_htmx_search(investigator_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     html = investigator_client.get("/tables/?q=orders&tz=UTC", HTTP_HX_REQUEST="true").content.decode()
     assert "First seen (UTC)" in html

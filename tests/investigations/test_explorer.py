@@ -21,7 +21,7 @@ T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # winter: Europe/Berlin is UTC+1
 
 
 @pytest.fixture
-def scenario(ingest_bytes):  # type: ignore[no-untyped-def]
+def scenario(ingest_bytes):
     """The bundled MariaDB scenario: bob deletes from shop.orders after a restart."""
     return ingest_bytes(SCENARIO.read_bytes(), name="general.log", server="db1")
 
@@ -41,14 +41,14 @@ def rows_of(html: str) -> list[str]:
     return [unescape(re.sub(r"<[^>]+>", "", s)) for s in cells]
 
 
-def test_filtering_down_to_the_culprit_of_the_scenario(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_filtering_down_to_the_culprit_of_the_scenario(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?table=shop.orders&destructive=true&user=bob").content.decode()
     assert rows_of(html) == ["DELETE FROM orders", "DELETE FROM orders WHERE id = 3"]
     assert "2 events match." in html
     assert "bob@127.0.0.1" in html
 
 
-def test_each_filter_of_the_form_narrows_the_results(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_each_filter_of_the_form_narrows_the_results(investigator_client, scenario) -> None:
     def statements(query: str) -> list[str]:
         return rows_of(investigator_client.get("/events/?" + query).content.decode())
 
@@ -68,25 +68,25 @@ def test_each_filter_of_the_form_narrows_the_results(investigator_client, scenar
     assert statements("user=nobody") == []
 
 
-def test_it_says_how_to_widen_a_filter_that_matches_nothing(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_it_says_how_to_widen_a_filter_that_matches_nothing(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?user=nobody").content.decode()
     assert "No event matches this filter" in html and "0 events match." in html
 
 
-def test_it_shows_a_filter_error_instead_of_results(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_it_shows_a_filter_error_instead_of_results(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?connection_id=abc&since=yesterday").content.decode()
     assert 'class="error" role="alert"' in html and "connection_id" in html and "since" in html
     assert '<table class="events">' not in html
 
 
-def test_a_cursor_it_never_gave_out_is_explained(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_a_cursor_it_never_gave_out_is_explained(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?cursor=garbage").content.decode()
     assert "This cursor is not one AuditWeb gave out." in html
 
 
 def test_it_says_more_than_n_rather_than_counting_everything(
     investigator_client, scenario, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setattr(explorer, "COUNT_LIMIT", 10)
     html = investigator_client.get("/events/").content.decode()
     assert "More than 10 events match." in html
@@ -94,7 +94,7 @@ def test_it_says_more_than_n_rather_than_counting_everything(
 
 def test_the_chart_counts_what_the_filter_matches_per_type_with_destructive_apart(
     investigator_client, scenario
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     query = "table=shop.orders&since=2026-11-22T08:48:00&until=2026-11-22T08:49:00&tz=UTC"
     html = investigator_client.get("/events/?" + query).content.decode()
     chart = chart_of(html)
@@ -111,7 +111,7 @@ def test_the_chart_counts_what_the_filter_matches_per_type_with_destructive_apar
     assert f"{matched.count()} events match." in html
 
 
-def test_the_chart_shades_the_gap_where_nothing_was_recorded(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_the_chart_shades_the_gap_where_nothing_was_recorded(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?server=db1").content.decode()
     chart = chart_of(html)
     assert chart["gaps"] and chart["gaps_full_height"]  # one server's chart: its gaps are total
@@ -120,7 +120,7 @@ def test_the_chart_shades_the_gap_where_nothing_was_recorded(investigator_client
     assert everywhere["gaps"] and not everywhere["gaps_full_height"]
 
 
-def test_htmx_gets_the_results_and_the_chart_in_one_partial(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_htmx_gets_the_results_and_the_chart_in_one_partial(investigator_client, scenario) -> None:
     response = investigator_client.get("/events/?user=bob", HTTP_HX_REQUEST="true")
     body = response.content.decode()
     assert 'id="filters"' not in body and "<html" not in body  # (the saved-search bar has its own form)
@@ -128,14 +128,14 @@ def test_htmx_gets_the_results_and_the_chart_in_one_partial(investigator_client,
     assert "HX-Request" in response["Vary"]
 
 
-def test_htmx_restoring_history_gets_the_whole_page(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_htmx_restoring_history_gets_the_whole_page(investigator_client, scenario) -> None:
     body = investigator_client.get(
         "/events/?user=bob", HTTP_HX_REQUEST="true", HTTP_HX_HISTORY_RESTORE_REQUEST="true"
     ).content.decode()
     assert "<form" in body and "<html" in body
 
 
-def test_a_quick_range_becomes_absolute_times_in_the_url(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_a_quick_range_becomes_absolute_times_in_the_url(investigator_client, scenario) -> None:
     response = investigator_client.get("/events/?range=24h&user=bob&tz=Europe/Berlin")
     assert response.status_code == 302
     query = parse_qs(urlsplit(response["Location"]).query)
@@ -149,7 +149,7 @@ def test_a_quick_range_becomes_absolute_times_in_the_url(investigator_client, sc
 
 def test_htmx_asking_a_quick_range_is_told_the_absolute_url_and_gets_the_times(
     investigator_client, scenario
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     response = investigator_client.get("/events/?range=1h&tz=UTC", HTTP_HX_REQUEST="true")
     pushed = response["HX-Push-Url"]
     assert pushed.startswith("/events/?") and "since=" in pushed and "range" not in pushed
@@ -162,7 +162,7 @@ def test_htmx_asking_a_quick_range_is_told_the_absolute_url_and_gets_the_times(
 
 def test_times_are_shown_in_the_zone_the_link_names_with_utc_on_hover(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(genlog((T0, 7, "Connect", "ann@db on shop using TCP/IP"), (T0, 7, "Query", "DELETE FROM t")))
     html = investigator_client.get("/events/?tz=Europe/Berlin").content.decode()
     shown = '<time datetime="2026-01-05T09:00:00.000000Z" title="2026-01-05 09:00:00.000000 UTC">'
@@ -170,7 +170,7 @@ def test_times_are_shown_in_the_zone_the_link_names_with_utc_on_hover(
     assert "Time (Europe/Berlin)" in html
 
 
-def test_the_viewers_zone_comes_from_the_browser_cookie(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_viewers_zone_comes_from_the_browser_cookie(investigator_client, ingest_bytes) -> None:
     ingest_bytes(genlog((T0, 7, "Query", "DELETE FROM t")))
     investigator_client.cookies["tz"] = "America/New_York"
     html = investigator_client.get("/events/").content.decode()
@@ -179,7 +179,7 @@ def test_the_viewers_zone_comes_from_the_browser_cookie(investigator_client, ing
     assert ">2026-01-05 09:00:00</time>" in investigator_client.get("/events/").content.decode()
 
 
-def test_from_and_until_mean_times_in_the_links_zone(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_from_and_until_mean_times_in_the_links_zone(investigator_client, ingest_bytes) -> None:
     later = T0 + timedelta(hours=1)
     ingest_bytes(genlog((T0, 7, "Query", "SELECT 'at nine UTC'"), (later, 7, "Query", "SELECT 'at ten UTC'")))
     # 10:00-10:30 in Berlin is 09:00-09:30 UTC.
@@ -187,7 +187,7 @@ def test_from_and_until_mean_times_in_the_links_zone(investigator_client, ingest
     assert rows_of(html.content.decode()) == ["SELECT 'at nine UTC'"]
 
 
-def test_the_zone_links_keep_the_same_instants(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_zone_links_keep_the_same_instants(investigator_client, ingest_bytes) -> None:
     ingest_bytes(genlog((T0, 7, "Query", "SELECT 1")))
     html = investigator_client.get("/events/?since=2026-01-05T10:00:00&tz=Europe/Berlin").content.decode()
     link = re.search(r'href="\?([^"]*tz=UTC[^"]*)"', html).group(1).replace("&amp;", "&")
@@ -196,7 +196,7 @@ def test_the_zone_links_keep_the_same_instants(investigator_client, ingest_bytes
 
 def test_long_statements_are_shortened_with_the_whole_text_on_expand(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     long_sql = "SELECT " + ", ".join(f"column_{i}" for i in range(80)) + " FROM wide"
     ingest_bytes(genlog((T0, 7, "Query", long_sql)))
     html = investigator_client.get("/events/").content.decode()
@@ -205,7 +205,7 @@ def test_long_statements_are_shortened_with_the_whole_text_on_expand(
     assert summary.group(2) == long_sql
 
 
-def test_rows_link_to_the_session_and_the_tables(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_rows_link_to_the_session_and_the_tables(investigator_client, scenario) -> None:
     event = Event.objects.get(user="bob", sql="DROP TABLE scratch")
     html = investigator_client.get("/events/?statement_type=DROP+TABLE").content.decode()
     assert f'href="/sessions/{event.session_id}/"' in html
@@ -213,7 +213,7 @@ def test_rows_link_to_the_session_and_the_tables(investigator_client, scenario) 
     assert '<tr class="destructive">' in html and "(destructive)" in html
 
 
-def test_the_statement_types_offered_include_what_a_link_asked_for(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_the_statement_types_offered_include_what_a_link_asked_for(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?statement_type=SHOW").content.decode()
     assert 'value="SHOW" checked' in html
     assert 'value="DELETE">' in html  # offered, not ticked
@@ -221,7 +221,7 @@ def test_the_statement_types_offered_include_what_a_link_asked_for(investigator_
 
 def test_without_a_from_the_chart_shows_the_last_day_and_offers_more(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(genlog(*((T0 + timedelta(days=d), 7, "Query", f"SELECT {d}") for d in range(10))))
     html = investigator_client.get("/events/?tz=UTC").content.decode()
     chart = chart_of(html)

@@ -30,12 +30,12 @@ FORMULAS = genlog(
 
 
 @pytest.fixture
-def scenario(ingest_bytes):  # type: ignore[no-untyped-def]
+def scenario(ingest_bytes):
     ingest_bytes(SCENARIO.read_bytes(), name="general.log", server="db1")
     ingest_bytes(FORMULAS, name="formulas.log", server="db2")
 
 
-def body(response) -> bytes:  # type: ignore[no-untyped-def]
+def body(response) -> bytes:
     assert response.status_code == 200, response.content
     return b"".join(response.streaming_content)
 
@@ -52,7 +52,7 @@ FILTERS = [
 @pytest.mark.parametrize("query", FILTERS)
 def test_the_pages_ndjson_is_the_apis_for_the_same_filter(
     investigator_client, api_client, scenario, query
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     # The page's own state (its sort, its page, its zone) does not change what is exported.
     page = body(investigator_client.get(f"/events/export.ndjson?{query}&sort=-server&tz=UTC"))
     api = body(api_client.get(f"/api/v1/events/export.ndjson?{query}"))
@@ -66,7 +66,7 @@ def test_the_pages_ndjson_is_the_apis_for_the_same_filter(
 @pytest.mark.parametrize("query", FILTERS)
 def test_the_csv_holds_the_same_events_as_the_ndjson(
     investigator_client, api_client, scenario, query
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     text = body(investigator_client.get(f"/events/export.csv?{query}")).decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(text)))
     lines = [
@@ -83,7 +83,7 @@ def test_the_csv_holds_the_same_events_as_the_ndjson(
         assert row["destructive"] == ("yes" if event["destructive"] else "no")
 
 
-def test_csv_cells_that_would_run_as_formulas_are_neutralised(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_csv_cells_that_would_run_as_formulas_are_neutralised(investigator_client, scenario) -> None:
     text = body(investigator_client.get("/events/export.csv?server=db2")).decode("utf-8-sig")
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [r["sql"] for r in rows] == [
@@ -96,7 +96,7 @@ def test_csv_cells_that_would_run_as_formulas_are_neutralised(investigator_clien
             assert not value.startswith(FORMULA_STARTS), (name, value)
 
 
-def test_the_export_links_carry_the_current_filters(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_the_export_links_carry_the_current_filters(investigator_client, scenario) -> None:
     html = investigator_client.get("/events/?user=bob&destructive=true&sort=server").content.decode()
     links = dict(re.findall(r'<a href="/events/export\.([a-z.]+)\?([^"]*)" download', html))
     assert set(links) == {"csv", "ndjson", "ecs.ndjson"}
@@ -104,7 +104,7 @@ def test_the_export_links_carry_the_current_filters(investigator_client, scenari
         assert sorted(unescape(query).split("&")) == ["destructive=true", "user=bob"]
 
 
-def test_a_viewer_may_export_and_it_is_recorded(client, viewer, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_a_viewer_may_export_and_it_is_recorded(client, viewer, scenario) -> None:
     client.force_login(viewer)
     assert body(client.get("/events/export.csv?user=bob")).startswith("\ufeffid,".encode())
     record = AuditRecord.objects.filter(action=Action.EXPORT).latest("id")
@@ -115,7 +115,7 @@ def test_a_viewer_may_export_and_it_is_recorded(client, viewer, scenario) -> Non
 
 def test_a_login_without_a_role_is_refused_and_a_visitor_sent_to_log_in(
     client, django_user_model, scenario
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     for url in ("/events/export.csv", "/events/export.ndjson", "/events/export.ecs.ndjson"):
         assert client.get(url).status_code == 302
     client.force_login(django_user_model.objects.create_user("nobody", password="x"))
@@ -123,7 +123,7 @@ def test_a_login_without_a_role_is_refused_and_a_visitor_sent_to_log_in(
         assert client.get(url).status_code == 403
 
 
-def test_a_wrong_filter_is_refused_not_exported(investigator_client, scenario) -> None:  # type: ignore[no-untyped-def]
+def test_a_wrong_filter_is_refused_not_exported(investigator_client, scenario) -> None:
     answer = investigator_client.get("/events/export.csv?since=yesterday")
     assert answer.status_code == 400
     assert "since" in answer.json()

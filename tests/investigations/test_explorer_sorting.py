@@ -29,7 +29,7 @@ SORTS = [f"{sign}{key}" for key in SORT_KEYS for sign in ("", "-")]
 
 
 @pytest.fixture
-def store(ingest_bytes):  # type: ignore[no-untyped-def]
+def store(ingest_bytes):
     ingest_bytes(LOG, name="s1.log", server="s1")
     ingest_bytes(SCENARIO.read_bytes(), name="db1.log", server="db1")
     ingest_bytes(UNTIMED, name="s3.log", server="s3")
@@ -50,7 +50,7 @@ def expected_ids(sort: str) -> list[int]:
     return list(ordered.values_list("id", flat=True))
 
 
-def api_pages(api_client, query: str, size: int = 7) -> list[int]:  # type: ignore[no-untyped-def]
+def api_pages(api_client, query: str, size: int = 7) -> list[int]:
     ids: list[int] = []
     url = f"/api/v1/events/?{query}&page_size={size}"
     for _ in range(200):
@@ -64,11 +64,11 @@ def api_pages(api_client, query: str, size: int = 7) -> list[int]:  # type: igno
 
 
 @pytest.mark.parametrize("sort", SORTS)
-def test_each_sort_pages_through_every_event_once_in_its_order(api_client, store, sort) -> None:  # type: ignore[no-untyped-def]
+def test_each_sort_pages_through_every_event_once_in_its_order(api_client, store, sort) -> None:
     assert api_pages(api_client, f"sort={sort}") == expected_ids(sort)
 
 
-def test_sorting_by_server_orders_the_servers_and_keeps_newest_first_within_one(api_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_sorting_by_server_orders_the_servers_and_keeps_newest_first_within_one(api_client, store) -> None:
     events = {e.id: e for e in Event.objects.all()}
     shown = [events[i] for i in api_pages(api_client, "sort=server", size=5)]
     servers = [e.server for e in shown]
@@ -78,7 +78,7 @@ def test_sorting_by_server_orders_the_servers_and_keeps_newest_first_within_one(
     assert events[api_pages(api_client, "sort=-server")[0]].server == "s3"
 
 
-def test_events_of_unknown_time_come_last_in_both_time_orders(api_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_events_of_unknown_time_come_last_in_both_time_orders(api_client, store) -> None:
     for sort in ("time", "-time"):
         times = [Event.objects.get(pk=i).occurred_at for i in api_pages(api_client, f"sort={sort}", size=4)]
         known = [t for t in times if t is not None]
@@ -86,7 +86,7 @@ def test_events_of_unknown_time_come_last_in_both_time_orders(api_client, store)
         assert known == sorted(known, reverse=sort == "-time")
 
 
-def test_pages_stay_stable_while_events_are_ingested_between_them(api_client, store, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_pages_stay_stable_while_events_are_ingested_between_them(api_client, store, ingest_bytes) -> None:
     before = set(Event.objects.values_list("id", flat=True))
     first = api_client.get("/api/v1/events/?sort=user&page_size=10").json()
     ingest_bytes(LOG.replace(b"carol", b"aaron").replace(b"dave", b"abel"), name="later.log", server="s9")
@@ -100,13 +100,13 @@ def test_pages_stay_stable_while_events_are_ingested_between_them(api_client, st
     assert before <= set(ids)  # nothing that was there is skipped
 
 
-def test_an_unknown_sort_is_refused_by_the_api(api_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_sort_is_refused_by_the_api(api_client, store) -> None:
     answer = api_client.get("/api/v1/events/?sort=password")
     assert answer.status_code == 400
     assert "sort" in answer.json()
 
 
-def test_a_cursor_of_another_order_is_refused(api_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_a_cursor_of_another_order_is_refused(api_client, store) -> None:
     by_user = api_client.get("/api/v1/events/?sort=user&page_size=3").json()["next"]
     cursor = parse_qs(urlsplit(by_user).query)["cursor"][0]
     for sort in ("server", "-user", "-time"):
@@ -115,13 +115,13 @@ def test_a_cursor_of_another_order_is_refused(api_client, store) -> None:  # typ
         assert "cursor" in answer.json()
 
 
-def test_the_page_says_an_unknown_sort_is_wrong_and_lists_nothing(investigator_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_says_an_unknown_sort_is_wrong_and_lists_nothing(investigator_client, store) -> None:
     html = investigator_client.get("/events/?sort=password").content.decode()
     assert "Check the filter" in html and "sort:" in html
     assert 'id="event-table"' not in html
 
 
-def test_the_explorer_sorts_by_a_header_and_offers_the_reverse(investigator_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_the_explorer_sorts_by_a_header_and_offers_the_reverse(investigator_client, store) -> None:
     html = investigator_client.get("/events/?sort=server&user=bob").content.decode()
     table = html.split('id="event-table"', 1)[1].split("</table>", 1)[0]
     servers = re.findall(r'<td class="server">([^<]*)</td>', table)
@@ -134,12 +134,12 @@ def test_the_explorer_sorts_by_a_header_and_offers_the_reverse(investigator_clie
     assert '<input type="hidden" id="f-sort" name="sort" value="server">' in html  # the form keeps it
 
 
-def test_htmx_swaps_carry_the_sort_to_the_form(investigator_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_htmx_swaps_carry_the_sort_to_the_form(investigator_client, store) -> None:
     html = investigator_client.get("/events/?sort=-type", HTTP_HX_REQUEST="true").content.decode()
     assert 'id="f-sort" name="sort" value="-type" hx-swap-oob="true"' in html
 
 
-def test_the_next_page_of_a_sorted_explorer_follows_on(investigator_client, store) -> None:  # type: ignore[no-untyped-def]
+def test_the_next_page_of_a_sorted_explorer_follows_on(investigator_client, store) -> None:
     flt = filter_events({"sort": "table"})
     assert flt.is_valid()
     first = sorted_page(flt.qs, flt.sort_order, None, 50)

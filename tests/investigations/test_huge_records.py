@@ -31,7 +31,7 @@ LOG = (
 
 
 @pytest.fixture
-def huge(ingest_bytes) -> tuple[Event, Event]:  # type: ignore[no-untyped-def]
+def huge(ingest_bytes) -> tuple[Event, Event]:
     """(a 300 KB DELETE, a 300 KB CREATE USER with a password: masked)."""
     run = ingest_bytes(LOG, name="huge.log", fmt="general-log")
     assert run.status == "done", run.error
@@ -41,20 +41,20 @@ def huge(ingest_bytes) -> tuple[Event, Event]:  # type: ignore[no-untyped-def]
     return delete, create
 
 
-def client_of(user) -> APIClient:  # type: ignore[no-untyped-def]
+def client_of(user) -> APIClient:
     _, key = api_token_create(user=user)
     c = APIClient()
     c.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return c
 
 
-def downloaded(response) -> bytes:  # type: ignore[no-untyped-def]
+def downloaded(response) -> bytes:
     assert response.status_code == 200, response.content[:300]
     assert response["Content-Type"] == "application/octet-stream"
     return b"".join(response.streaming_content)
 
 
-def test_the_event_page_shows_a_bounded_part_and_links_the_whole(client, viewer, huge) -> None:  # type: ignore[no-untyped-def]
+def test_the_event_page_shows_a_bounded_part_and_links_the_whole(client, viewer, huge) -> None:
     delete, _ = huge
     client.force_login(viewer)
     page = client.get(f"/events/{delete.pk}/")
@@ -70,7 +70,7 @@ def test_the_event_page_shows_a_bounded_part_and_links_the_whole(client, viewer,
     assert record.details["event"] == delete.pk and record.details["bytes"] == len(whole)
 
 
-def test_the_api_sends_a_bounded_part_and_a_download_url(viewer, huge) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_sends_a_bounded_part_and_a_download_url(viewer, huge) -> None:
     delete, create = huge
     api = client_of(viewer)
     answer = api.get(f"/api/v1/events/{delete.pk}/").json()
@@ -87,7 +87,7 @@ def test_the_api_sends_a_bounded_part_and_a_download_url(viewer, huge) -> None: 
     assert masked["raw"] is None and len(base64.b64decode(masked["raw_masked"])) <= SHOWN
 
 
-def test_a_masked_record_is_refused_to_all_but_an_admin_with_a_reason(  # type: ignore[no-untyped-def]
+def test_a_masked_record_is_refused_to_all_but_an_admin_with_a_reason(
     client, viewer, investigator, admin_user, huge
 ) -> None:
     _, create = huge
@@ -115,7 +115,7 @@ def test_a_masked_record_is_refused_to_all_but_an_admin_with_a_reason(  # type: 
 
 def test_a_large_reveal_is_shown_in_part_with_a_download_for_the_same_reason(
     client, admin_user, huge
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _, create = huge
     client.force_login(admin_user)
     page = client.post(f"/events/{create.pk}/reveal/", {"reason": "incident 42"})
@@ -130,7 +130,7 @@ def test_a_large_reveal_is_shown_in_part_with_a_download_for_the_same_reason(
     assert answer["raw_length"] == len(create.raw) and len(base64.b64decode(answer["raw"])) == SHOWN
 
 
-def test_the_download_joins_its_pieces_to_the_exact_record(client, viewer, huge, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_download_joins_its_pieces_to_the_exact_record(client, viewer, huge, monkeypatch) -> None:
     """Streamed in pieces (many here: 7 KiB each), the bytes are the record's, none lost or doubled
     at the seams."""
     from investigations import raw

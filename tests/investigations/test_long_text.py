@@ -14,7 +14,7 @@ pytestmark = pytest.mark.django_db
 HUGE = "x" * 2_000_000
 
 
-def test_the_api_refuses_a_huge_description_and_note(api_client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_refuses_a_huge_description_and_note(api_client, investigator) -> None:
     refused = api_client.post("/api/v1/cases/", {"title": "t", "description": HUGE}, format="json")
     assert refused.status_code == 400 and "description" in refused.json()
     case = case_create(user=investigator, title="ok")
@@ -30,6 +30,6 @@ def test_the_api_refuses_a_huge_description_and_note(api_client, investigator) -
     assert taken.status_code == 201
 
 
-def test_the_case_page_refuses_a_huge_description(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_case_page_refuses_a_huge_description(investigator_client) -> None:
     response = investigator_client.post("/cases/new/", {"title": "t", "description": HUGE})
     assert response.status_code in (200, 400) and not Case.objects.filter(title="t").exists()

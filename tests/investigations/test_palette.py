@@ -65,7 +65,7 @@ def test_series_of_a_type_on_both_sides_stay_apart() -> None:
 
 
 @pytest.mark.django_db
-def test_the_chart_and_the_badges_of_the_explorer_agree(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_chart_and_the_badges_of_the_explorer_agree(investigator_client, ingest_bytes) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     html = investigator_client.get("/events/?since=2026-01-01T00:00:00&tz=UTC").content.decode()
     chart = json.loads(

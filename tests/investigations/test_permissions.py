@@ -158,7 +158,7 @@ def test_every_route_declares_its_role() -> None:
 
 
 @pytest.fixture
-def world(ingest_bytes, personas, django_user_model, settings, tmp_path, report_written) -> World:  # type: ignore[no-untyped-def]
+def world(ingest_bytes, personas, django_user_model, settings, tmp_path, report_written) -> World:
     run = ingest_bytes(
         genlog(
             (T0, 7, "Connect", "ann@10.0.0.1 on shop using TCP/IP"),
@@ -179,7 +179,7 @@ def world(ingest_bytes, personas, django_user_model, settings, tmp_path, report_
 
 
 @pytest.fixture
-def personas(django_user_model) -> dict[Role | None, Persona]:  # type: ignore[no-untyped-def]
+def personas(django_user_model) -> dict[Role | None, Persona]:
     """A login for each persona, with a page client and a token API client."""
     from django.test import Client
 
@@ -227,7 +227,7 @@ API_ROUTES = [r for r in ROUTES_WITH_A_ROLE if r.api_view is not None]
 
 
 @pytest.mark.parametrize("route", ROUTES_WITH_A_ROLE, ids=[r.name or r.pattern for r in ROUTES_WITH_A_ROLE])
-def test_each_role_gets_exactly_what_it_should(route: Route, world: World, personas, client) -> None:  # type: ignore[no-untyped-def]
+def test_each_role_gets_exactly_what_it_should(route: Route, world: World, personas, client) -> None:
     roles = declared_roles(route)
     assert roles is not None, how_to_declare(route)
     is_api = route.api_view is not None
@@ -254,7 +254,7 @@ def test_each_role_gets_exactly_what_it_should(route: Route, world: World, perso
 
 
 @pytest.mark.parametrize("route", API_ROUTES, ids=[r.name for r in API_ROUTES])
-def test_a_siem_token_reaches_events_and_alerts_only(route: Route, world: World, personas) -> None:  # type: ignore[no-untyped-def]
+def test_a_siem_token_reaches_events_and_alerts_only(route: Route, world: World, personas) -> None:
     """Even an admin's SIEM token: reading events and alerts, and nothing else, with any method."""
     admin = personas[Role.ADMIN].user
     siem = APIClient()
@@ -289,7 +289,7 @@ def test_the_declared_roles_are_the_ones_this_project_decided() -> None:
         assert set(by_name[name].values()) == {Role.INVESTIGATOR}, name
 
 
-def test_the_login_page_is_open_and_the_django_admin_is_for_staff(client, personas) -> None:  # type: ignore[no-untyped-def]
+def test_the_login_page_is_open_and_the_django_admin_is_for_staff(client, personas) -> None:
     assert client.get(reverse("login")).status_code == 200
     assert client.get("/admin/").status_code == 302
     for role in (Role.VIEWER, Role.INVESTIGATOR):

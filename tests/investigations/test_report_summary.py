@@ -37,7 +37,7 @@ T0 = datetime(2026, 5, 1, 3, 0, 0, 120_000, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
-def report_dir(tmp_path, settings):  # type: ignore[no-untyped-def]
+def report_dir(tmp_path, settings):
     settings.REPORT_DIR = tmp_path / "reports"
     return settings.REPORT_DIR
 
@@ -53,7 +53,7 @@ def flat(text: str) -> str:
 
 
 @pytest.fixture
-def crime_case(investigator):  # type: ignore[no-untyped-def]
+def crime_case(investigator):
     """mallory's and bob's destructive statements of the crime scene, in its window."""
     from ingest.pipeline import ingest_file, source_for_path
 
@@ -69,7 +69,7 @@ def crime_case(investigator):  # type: ignore[no-untyped-def]
     return case
 
 
-def scene(ingest_bytes, investigator, *, server: str, offsets: list[timedelta], window=(None, None)):  # type: ignore[no-untyped-def]
+def scene(ingest_bytes, investigator, *, server: str, offsets: list[timedelta], window=(None, None)):
     """carol's statements at T0 + each offset on `server`, every one pinned to a new case."""
     sql = ("DELETE FROM orders WHERE id = %d", "SELECT * FROM orders WHERE id = %d")
     records = [(T0, 11, "Connect", "carol@10.1.2.3 on shop using TCP/IP")]

@@ -92,7 +92,7 @@ def test_an_event_falls_in_the_bin_that_starts_before_it():
     assert bin_index(T0 + timedelta(milliseconds=80), first, b) == 1
 
 
-def _fits(width: float):  # type: ignore[no-untyped-def]
+def _fits(width: float):
     return lambda piece: stringWidth(piece, "Helvetica", 8) <= width
 
 

@@ -31,7 +31,7 @@ needs_pdftotext = pytest.mark.skipif(
 
 
 @pytest.fixture(autouse=True)
-def report_dir(tmp_path, settings):  # type: ignore[no-untyped-def]
+def report_dir(tmp_path, settings):
     settings.REPORT_DIR = tmp_path / "reports"
     return settings.REPORT_DIR
 
@@ -46,7 +46,7 @@ def sha256(path: Path) -> str:
 
 
 @pytest.fixture
-def story_case(ingest_bytes, investigator):  # type: ignore[no-untyped-def]
+def story_case(ingest_bytes, investigator):
     ingest_bytes(story(), server="db1")
     case = case_create(user=investigator, title="Who wiped shop.orders?")
     for event in Event.objects.filter(user__isnull=False, command="Query").order_by("occurred_at"):
@@ -58,7 +58,7 @@ def story_case(ingest_bytes, investigator):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def crime_scene_case(investigator):  # type: ignore[no-untyped-def]
+def crime_scene_case(investigator):
     """The crime scene's general log, with mallory's destructive statements pinned."""
     from ingest.pipeline import ingest_file, source_for_path
 

@@ -13,20 +13,11 @@ from ingest.models import Event
 from investigations.cases import case_create
 from investigations.models import Evidence, Report
 from tests.logwriter import GeneralLogWriter
-from tests.test_continuous import Workers, wait_for
+from tests.processes import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
 EVENTS = 1200
-
-
-@pytest.fixture
-def workers(tmp_path):  # type: ignore[no-untyped-def]
-    w = Workers(tmp_path)
-    try:
-        yield w
-    finally:
-        w.stop_all()
 
 
 def test_a_large_report_is_written_by_a_worker_with_its_progress(

@@ -17,7 +17,7 @@ def test_the_migration_makes_one_group_per_role() -> None:
 
 
 @pytest.mark.parametrize("held", [None, *Role])
-def test_a_role_includes_the_ones_below_it(django_user_model, held) -> None:  # type: ignore[no-untyped-def]
+def test_a_role_includes_the_ones_below_it(django_user_model, held) -> None:
     user = django_user_model.objects.create_user("someone")
     set_role(user, held)
     user = django_user_model.objects.get(pk=user.pk)
@@ -26,7 +26,7 @@ def test_a_role_includes_the_ones_below_it(django_user_model, held) -> None:  # 
         assert has_role(user, role) == (held is not None and held >= role)
 
 
-def test_set_role_replaces_the_role_held_before(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_set_role_replaces_the_role_held_before(django_user_model) -> None:
     user = django_user_model.objects.create_user("someone")
     set_role(user, Role.ADMIN)
     set_role(user, Role.VIEWER)
@@ -34,7 +34,7 @@ def test_set_role_replaces_the_role_held_before(django_user_model) -> None:  # t
     assert user_role(user) is Role.VIEWER
 
 
-def test_a_superuser_is_an_admin_and_an_inactive_login_is_nobody(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_a_superuser_is_an_admin_and_an_inactive_login_is_nobody(django_user_model) -> None:
     boss = django_user_model.objects.create_superuser("boss")
     gone = django_user_model.objects.create_user("gone", is_active=False)
     set_role(gone, Role.ADMIN)
@@ -42,12 +42,12 @@ def test_a_superuser_is_an_admin_and_an_inactive_login_is_nobody(django_user_mod
     assert user_role(gone) is None
 
 
-def test_a_page_sends_anonymous_visitors_to_log_in_and_refuses_a_lesser_role(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_a_page_sends_anonymous_visitors_to_log_in_and_refuses_a_lesser_role(django_user_model) -> None:
     from django.contrib.auth.models import AnonymousUser
     from django.core.exceptions import PermissionDenied
 
     @role_required(Role.INVESTIGATOR)
-    def page(request):  # type: ignore[no-untyped-def]
+    def page(request):
         return HttpResponse("ok")
 
     assert page.required_role is Role.INVESTIGATOR
@@ -68,7 +68,7 @@ def test_a_page_sends_anonymous_visitors_to_log_in_and_refuses_a_lesser_role(dja
     assert page(request).content == b"ok"
 
 
-def test_an_api_permission_checks_the_role(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_an_api_permission_checks_the_role(django_user_model) -> None:
     permission = role_permission(Role.ADMIN)()
     request = RequestFactory().get("/api/v1/sources/")
     request.user = django_user_model.objects.create_user("ivy3")
@@ -78,7 +78,7 @@ def test_an_api_permission_checks_the_role(django_user_model) -> None:  # type: 
     assert permission.has_permission(request, None)
 
 
-def test_create_login_gives_the_role_asked_for_and_staff_only_to_admins(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_create_login_gives_the_role_asked_for_and_staff_only_to_admins(django_user_model) -> None:
     from io import StringIO
 
     from django.core.management import call_command
@@ -93,7 +93,7 @@ def test_create_login_gives_the_role_asked_for_and_staff_only_to_admins(django_u
         assert user.check_password(password)
 
 
-def test_create_login_reset_password_gives_a_new_password_and_keeps_the_role(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_create_login_reset_password_gives_a_new_password_and_keeps_the_role(django_user_model) -> None:
     from io import StringIO
 
     from django.core.management import call_command
@@ -115,7 +115,7 @@ def test_create_login_reset_password_gives_a_new_password_and_keeps_the_role(dja
     assert not django_user_model.objects.filter(username="nobody").exists()
 
 
-def test_create_api_token_makes_a_new_user_a_viewer_unless_told(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_create_api_token_makes_a_new_user_a_viewer_unless_told(django_user_model) -> None:
     from io import StringIO
 
     from django.core.management import call_command

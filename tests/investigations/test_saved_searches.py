@@ -24,14 +24,14 @@ LOG = (
 
 
 @pytest.fixture
-def other(django_user_model):  # type: ignore[no-untyped-def]
+def other(django_user_model):
     """A second investigator, to share with."""
     user = django_user_model.objects.create_user("olga", password="correct horse battery staple")
     set_role(user, Role.INVESTIGATOR)
     return user
 
 
-def test_one_click_saves_with_a_name_made_from_the_filters(investigator_client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_one_click_saves_with_a_name_made_from_the_filters(investigator_client, investigator) -> None:
     response = investigator_client.post(
         reverse("saved-search-create"), {"query": BOB_DELETES + "&cursor=abc"}
     )
@@ -76,7 +76,7 @@ def test_a_default_name_is_never_longer_than_the_field() -> None:
     assert len(default_name(params)) == 200
 
 
-def test_refuses_what_is_no_valid_search(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_refuses_what_is_no_valid_search(investigator_client) -> None:
     assert (
         investigator_client.post(reverse("saved-search-create"), {"query": "since=yesterday"}).status_code
         == 400
@@ -90,7 +90,7 @@ def test_refuses_what_is_no_valid_search(investigator_client) -> None:  # type: 
 
 def test_the_explorer_lists_mine_shared_and_my_cases_searches(
     client, investigator, other, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(LOG)
     mine = SavedFilter.objects.create(name="mine <b>bold</b>", query="user=bob", created_by=investigator)
     shared = SavedFilter.objects.create(name="olga's shared", query="user=eve", created_by=other, shared=True)
@@ -109,7 +109,7 @@ def test_the_explorer_lists_mine_shared_and_my_cases_searches(
     assert 'name="query" value="user=eve"' in client.get("/events/?user=eve").content.decode()
 
 
-def test_a_saved_searchs_address_opens_for_another_user(client, investigator, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_a_saved_searchs_address_opens_for_another_user(client, investigator, viewer) -> None:
     saved = SavedFilter.objects.create(name="bob", query="user=bob&destructive=true", created_by=investigator)
     client.force_login(viewer)  # not shared: the address still opens for anyone with the role
     response = client.get(f"/searches/{saved.pk}/")
@@ -125,7 +125,7 @@ def test_a_saved_searchs_address_opens_for_another_user(client, investigator, vi
     assert "/login" in client.get(f"/searches/{saved.pk}/")["Location"]
 
 
-def test_a_case_search_opens_for_investigators_only(client, investigator, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_a_case_search_opens_for_investigators_only(client, investigator, viewer) -> None:
     case = case_create(user=investigator, title="Orders")
     saved = saved_filter_add(case=case, user=investigator, name="in the case", query="user=bob")
     client.force_login(viewer)
@@ -134,7 +134,7 @@ def test_a_case_search_opens_for_investigators_only(client, investigator, viewer
     assert client.get(f"/searches/{saved.pk}/")["Location"] == "/events/?user=bob"
 
 
-def test_its_owner_renames_and_shares_it(client, investigator, other, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_its_owner_renames_and_shares_it(client, investigator, other, ingest_bytes) -> None:
     ingest_bytes(LOG)
     saved = SavedFilter.objects.create(name="Events by bob", query="user=bob", created_by=investigator)
     client.force_login(investigator)
@@ -157,7 +157,7 @@ def test_search_query_keeps_the_filters_only() -> None:
     assert QueryDict(query) == QueryDict("user=bob&statement_type=DELETE&tz=UTC")
 
 
-def test_the_digest_saves_and_lists_searches_that_open_as_digests(investigator_client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_the_digest_saves_and_lists_searches_that_open_as_digests(investigator_client, investigator) -> None:
     page = investigator_client.get("/digest/?user=bob&sort=destructive").content.decode()
     assert 'name="query" value="user=bob"' in page and 'name="view" value="digest"' in page
     response = investigator_client.post(

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 TABLE_CSV = FIXTURES / "crime_scene" / "mariadb-10.11.19-general_log-1.CSV"
 
 
-def fact(client, session: Session, name: str) -> str:  # type: ignore[no-untyped-def]
+def fact(client, session: Session, name: str) -> str:
     """The text a reader sees for one fact of the session's page (in UTC)."""
     html = client.get(f"/sessions/{session.pk}/?tz=UTC").content.decode()
     found = re.search(rf"<dt>{name}</dt><dd>(.*?)</dd>", html, re.S)
@@ -25,13 +25,13 @@ def fact(client, session: Session, name: str) -> str:  # type: ignore[no-untyped
     return re.sub(r"<[^>]+>", " ", found.group(1))
 
 
-def utc(when) -> str:  # type: ignore[no-untyped-def]
+def utc(when) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def test_a_general_log_of_seconds_shows_login_and_end_to_the_second(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(SCENARIO.read_bytes(), server="db1")
     session = Session.objects.filter(started_at__isnull=False, ended_at__isnull=False).order_by("pk").first()
     logged_in, ended = (
@@ -45,7 +45,7 @@ def test_a_general_log_of_seconds_shows_login_and_end_to_the_second(
 
 def test_the_general_log_table_shows_login_and_end_to_the_microsecond(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(TABLE_CSV.read_bytes(), name="general_log.CSV", server="db1", fmt="general-log-csv")
     session = Session.objects.get(user="dave", connection_id=404)
     logged_in, ended = (
@@ -57,13 +57,13 @@ def test_the_general_log_table_shows_login_and_end_to_the_microsecond(
     assert f"{utc(session.ended_at)}.{session.ended_at.microsecond:06d} UTC" in ended
 
 
-def test_a_session_whose_login_the_log_does_not_hold_says_so(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_session_whose_login_the_log_does_not_hold_says_so(investigator_client, ingest_bytes) -> None:
     ingest_bytes(b"2026-01-05T09:00:03Z\t   31 Query\tDELETE FROM t\n", server="db1")
     session = Session.objects.get()
     assert "not in the logs read" in fact(investigator_client, session, "Logged in")
 
 
-def test_the_pin_page_shows_the_events_time_as_lists_do(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_pin_page_shows_the_events_time_as_lists_do(investigator_client, ingest_bytes) -> None:
     ingest_bytes(TABLE_CSV.read_bytes(), name="general_log.CSV", server="db1", fmt="general-log-csv")
     event = Event.objects.filter(statement_type="DELETE").order_by("id").first()
     page = investigator_client.get(f"/cases/pin/?event={event.pk}&tz=UTC").content.decode()

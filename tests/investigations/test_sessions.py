@@ -45,7 +45,7 @@ def statements(html: str) -> list[tuple[str, str]]:
 
 def test_the_session_page_shows_who_when_and_every_statement_in_order(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(TRANSACTIONS, server="bank1")
     session = Session.objects.get(user="dora")
     html = investigator_client.get(f"/sessions/{session.pk}/?tz=UTC").content.decode()
@@ -61,7 +61,7 @@ def test_the_session_page_shows_who_when_and_every_statement_in_order(
 
 def test_transactions_are_bracketed_and_the_rolled_back_change_flagged(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(TRANSACTIONS, server="bank1")
     session = Session.objects.get(user="dora")
     rows = statements(investigator_client.get(f"/sessions/{session.pk}/").content.decode())
@@ -77,7 +77,7 @@ def test_transactions_are_bracketed_and_the_rolled_back_change_flagged(
 
 def test_a_long_session_is_paged_and_a_page_may_begin_inside_a_transaction(
     investigator_client, ingest_bytes, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     monkeypatch.setattr(sessions, "STATEMENTS_PAGE", 3)
     ingest_bytes(TRANSACTIONS, server="bank1")
     session = Session.objects.get(user="dora")
@@ -93,7 +93,7 @@ def test_a_long_session_is_paged_and_a_page_may_begin_inside_a_transaction(
 
 def test_a_session_that_began_before_the_log_is_unknown_never_guessed(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(TRANSACTIONS, server="bank1")
     event = Event.objects.get(connection_id=42)
     html = investigator_client.get(f"/sessions/{event.session_id}/").content.decode()
@@ -103,7 +103,7 @@ def test_a_session_that_began_before_the_log_is_unknown_never_guessed(
 
 def test_the_sessions_list_counts_statements_and_finds_the_destructive_ones(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(TRANSACTIONS, server="bank1")
     html = investigator_client.get("/sessions/").content.decode()
     assert "dora@10.1.1.1" in html and "reader@10.1.1.2" in html
@@ -114,17 +114,17 @@ def test_the_sessions_list_counts_statements_and_finds_the_destructive_ones(
     assert "reader@10.1.1.2" in investigator_client.get("/sessions/?user=reader").content.decode()
 
 
-def test_the_sessions_list_says_what_to_do_when_empty(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_sessions_list_says_what_to_do_when_empty(investigator_client) -> None:
     assert "No sessions yet" in investigator_client.get("/sessions/").content.decode()
 
 
-def test_an_unknown_session_is_not_found(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_unknown_session_is_not_found(investigator_client) -> None:
     assert investigator_client.get("/sessions/12345/").status_code == 404
 
 
 def test_a_mariadb_sessions_login_and_end_are_shown_to_the_second_its_log_wrote(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     log = (
         b"/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-log (MariaDB Server). started with:\n"
         b"Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock\n"

@@ -60,12 +60,12 @@ def row_of(page: str, name: str) -> str:
 
 
 def shown_state(fragment: str) -> str:
-    return re.search(r'class="health health-(\w+)"', fragment).group(1)  # type: ignore[union-attr]
+    return re.search(r'class="health health-(\w+)"', fragment).group(1)
 
 
 def test_the_dashboard_the_sources_pages_and_the_api_say_the_same(
     investigator_client, api_client, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     sources = one_of_each(tmp_path)
     judged = {state: source_health(Source.objects.get(pk=s.pk)) for state, s in sources.items()}
     assert {state: h.state for state, h in judged.items()} == {state: state for state in sources}
@@ -84,17 +84,17 @@ def test_the_dashboard_the_sources_pages_and_the_api_say_the_same(
             assert api[source.name]["state_reason"] == judged[state].reason
 
     dashboard = investigator_client.get("/").content.decode()
-    summary = re.search(r'<p class="states">(.*?)</p>', dashboard, re.S).group(1)  # type: ignore[union-attr]
+    summary = re.search(r'<p class="states">(.*?)</p>', dashboard, re.S).group(1)
     for state in sources:
         assert f'<span class="health health-{state}">1 {state}</span>' in summary
-    attention = re.search(r'<ul class="attention">(.*?)</ul>', dashboard, re.S).group(1)  # type: ignore[union-attr]
+    attention = re.search(r'<ul class="attention">(.*?)</ul>', dashboard, re.S).group(1)
     assert [shown_state(item) for item in attention.split("<li>")[1:]] == ["dead", "failed", "suspect"]
     assert "no data for 14 min, expected every 30 s (dead after 60 min of silence)" in attention
     assert "no data for 2.0 h, expected every 30 s" in attention
     assert f"the file vanished: nothing matches {tmp_path / 'gone.log'}" in attention
 
 
-def test_a_file_given_to_ingest_has_its_last_data_and_is_finished(investigator_client, api_client) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_given_to_ingest_has_its_last_data_and_is_finished(investigator_client, api_client) -> None:
     before = timezone.now()
     call_command("ingest", str(CRIME_SCENE_LOG), server="crime", stdout=open("/dev/null", "w"))  # noqa: SIM115
     source = Source.objects.get(server="crime")
@@ -113,7 +113,7 @@ def test_a_file_given_to_ingest_has_its_last_data_and_is_finished(investigator_c
     assert Source.objects.get(pk=source.pk).last_data_at == source.last_data_at
 
 
-def test_a_followed_source_polled_once_is_alive(investigator_client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_followed_source_polled_once_is_alive(investigator_client, tmp_path: Path) -> None:
     log = tmp_path / "general.log"
     GeneralLogWriter(log).write(50)
     source = Source.objects.create(name="db1 log", path=str(log), server="db1")
@@ -127,7 +127,7 @@ def test_a_followed_source_polled_once_is_alive(investigator_client, tmp_path: P
     assert timezone.localtime(source.last_data_at).strftime("%Y-%m-%d %H:%M:%S UTC") in page
 
 
-def test_switching_on_a_file_read_once_follows_it(admin_api_client, tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
+def test_switching_on_a_file_read_once_follows_it(admin_api_client, tmp_path: Path, settings) -> None:
     settings.INGEST_SETTLE_SECONDS = 0  # the last record of a quiet file is stored at once
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)

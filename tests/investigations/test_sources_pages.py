@@ -20,17 +20,17 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def operator_client(client, admin_user):  # type: ignore[no-untyped-def]
+def operator_client(client, admin_user):
     client.force_login(admin_user)
     return client
 
 
-def test_it_asks_for_a_login(client) -> None:  # type: ignore[no-untyped-def]
+def test_it_asks_for_a_login(client) -> None:
     for url in ("/sources/", "/sources/upload/", "/sources/new/"):
         assert client.get(url).status_code == 302, url
 
 
-def test_an_operator_adds_a_file_source_and_sees_it_listed(operator_client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_operator_adds_a_file_source_and_sees_it_listed(operator_client, tmp_path: Path) -> None:
     data = {
         "name": "db1 general log",
         "kind": "file",
@@ -49,13 +49,13 @@ def test_an_operator_adds_a_file_source_and_sees_it_listed(operator_client, tmp_
     assert "db1 general log" in operator_client.get("/sources/").content.decode()
 
 
-def test_an_investigator_may_look_but_not_add_sources(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_investigator_may_look_but_not_add_sources(investigator_client) -> None:
     assert investigator_client.get("/sources/").status_code == 200
     assert investigator_client.post("/sources/new/", {"name": "x"}).status_code == 403
     assert not Source.objects.exists()
 
 
-def test_it_refuses_a_password_in_the_dsn(operator_client) -> None:  # type: ignore[no-untyped-def]
+def test_it_refuses_a_password_in_the_dsn(operator_client) -> None:
     data = {"name": "t", "kind": "mysql-table", "dsn": "mysql://reader:s3cret@db1:3306", "format": "auto",
             "server": "db1", "timezone": "UTC", "interval_seconds": 5, "quiet_seconds": 60,
             "password_env": "AUDITWEB_SOURCE_DB1_PASSWORD"}  # fmt: skip
@@ -66,7 +66,7 @@ def test_it_refuses_a_password_in_the_dsn(operator_client) -> None:  # type: ign
 
 def test_the_source_page_shows_runs_with_progress_and_escaped_problems(
     investigator_client, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     log = tmp_path / "general.log"
     log.write_bytes(b"<script>alert(1)</script> not a record\n")
     GeneralLogWriter(log, banner=False).write(50)
@@ -79,7 +79,7 @@ def test_the_source_page_shows_runs_with_progress_and_escaped_problems(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in problems and "<script>alert" not in problems
 
 
-def test_htmx_polls_only_the_runs_while_one_is_running(investigator_client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_htmx_polls_only_the_runs_while_one_is_running(investigator_client, tmp_path: Path) -> None:
     source = Source.objects.create(name="s", path=str(tmp_path / "x.log"), server="db1")
     IngestRun.objects.create(source=source, status=IngestRun.Status.RUNNING, bytes_read=25, bytes_total=100)
     partial = investigator_client.get(f"/sources/{source.pk}/", HTTP_HX_REQUEST="true").content.decode()
@@ -92,7 +92,7 @@ def test_htmx_polls_only_the_runs_while_one_is_running(investigator_client, tmp_
 
 def test_an_investigator_uploads_a_gzipped_log_through_the_form(
     investigator_client, tmp_path: Path, settings, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.UPLOAD_DIR = tmp_path / "uploads"
     log = tmp_path / "made.log"
     GeneralLogWriter(log).write(400)
@@ -121,7 +121,7 @@ def test_an_investigator_uploads_a_gzipped_log_through_the_form(
 
 def test_a_silent_source_and_a_vanished_file_are_flagged_on_the_sources_page(
     investigator_client, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     quiet = tmp_path / "quiet.log"
     GeneralLogWriter(quiet).write(20)
     silent = Source.objects.create(name="silent", path=str(quiet), server="db1", quiet_seconds=60)
@@ -158,7 +158,7 @@ def test_a_source_silent_after_logging_was_switched_off_links_to_the_statement(t
 
 def test_the_api_creates_lists_and_starts_a_run_of_a_source(
     admin_api_client, tmp_path: Path, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     log = tmp_path / "general.log"
     GeneralLogWriter(log).write(100)
     created = admin_api_client.post(
@@ -180,7 +180,7 @@ def test_the_api_creates_lists_and_starts_a_run_of_a_source(
     assert run["events_stored"] == 100 and run["problems"] == 0
 
 
-def test_the_api_never_shows_a_password_and_refuses_one(admin_api_client) -> None:  # type: ignore[no-untyped-def]
+def test_the_api_never_shows_a_password_and_refuses_one(admin_api_client) -> None:
     base = {"name": "t", "kind": "mysql-table", "format": "auto", "server": "db1", "timezone": "UTC",
             "interval_seconds": 5, "quiet_seconds": 60, "enabled": True,
             "password_env": "AUDITWEB_SOURCE_PW"}  # fmt: skip

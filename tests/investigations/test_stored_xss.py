@@ -28,7 +28,7 @@ MARKUP = [SCRIPT, IMG, "<svg onload", 'hx-get="/api/v1/events/"', 'hx-post="/sou
           'hx-trigger="load"']  # fmt: skip
 
 
-def pages(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def pages(client) -> dict[str, str]:
     delete = Event.objects.get(statement_type="DELETE")
     table = Event.objects.get(statement_type="DROP TABLE").tables[0]
     urls = {
@@ -54,7 +54,7 @@ def pages(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return out
 
 
-def test_every_page_shows_the_log_as_text_and_none_of_it_as_markup(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_every_page_shows_the_log_as_text_and_none_of_it_as_markup(investigator_client, ingest_bytes) -> None:
     ingest_bytes(HOSTILE)
     for name, html in pages(investigator_client).items():
         for markup in MARKUP:
@@ -70,7 +70,7 @@ def test_every_page_shows_the_log_as_text_and_none_of_it_as_markup(investigator_
 
 def test_the_chart_data_is_json_that_cannot_close_its_script_element(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(HOSTILE)
     html = investigator_client.get("/events/?q=script").content.decode()
     found = re.search(r'<script id="timeline-data" type="application/json">(.*?)</script>', html, re.S)
@@ -78,7 +78,7 @@ def test_the_chart_data_is_json_that_cannot_close_its_script_element(
     assert "<" not in data and ">" not in data
 
 
-def test_raw_bytes_that_are_not_text_are_shown_as_marked_escapes(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_raw_bytes_that_are_not_text_are_shown_as_marked_escapes(investigator_client, ingest_bytes) -> None:
     line = b"2026-01-05T09:00:00.000000Z\t   66 Query\tSELECT 'caf\xe9', '\x1b[31m', 'a\x00b'\r\n"
     ingest_bytes(line)
     event = Event.objects.get()

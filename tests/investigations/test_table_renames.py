@@ -18,7 +18,7 @@ LOG = (
 
 
 @pytest.mark.parametrize("table", ["shop.orders", "orders"])
-def test_asking_about_orders_finds_the_rename_chain_and_the_drop(api_client, ingest_bytes, table) -> None:  # type: ignore[no-untyped-def]
+def test_asking_about_orders_finds_the_rename_chain_and_the_drop(api_client, ingest_bytes, table) -> None:
     ingest_bytes(LOG)
     rows = api_client.get("/api/v1/events/", {"table": table}).json()["results"]
     assert [r["sql"] for r in rows] == [
@@ -30,7 +30,7 @@ def test_asking_about_orders_finds_the_rename_chain_and_the_drop(api_client, ing
     ]  # not the DELETE on the orders_old that existed before the rename
 
 
-def test_asking_about_the_old_name_does_not_pull_in_the_new_table(api_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_asking_about_the_old_name_does_not_pull_in_the_new_table(api_client, ingest_bytes) -> None:
     ingest_bytes(LOG)
     rows = api_client.get("/api/v1/events/", {"table": "shop.orders_2025"}).json()["results"]
     assert [r["sql"] for r in rows] == [

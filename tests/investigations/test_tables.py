@@ -39,7 +39,7 @@ def history(html: str) -> list[str]:
     return [re.sub(r"<[^>]+>", "", s) for s in re.findall(r'<td class="sql">(.*?)</td>', body, re.S)]
 
 
-def test_the_table_page_follows_the_table_under_its_later_names(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_table_page_follows_the_table_under_its_later_names(investigator_client, ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     html = investigator_client.get("/tables/shop.orders/?tz=UTC").content.decode()
     assert history(html) == [
@@ -54,7 +54,7 @@ def test_the_table_page_follows_the_table_under_its_later_names(investigator_cli
     assert 'it is <a href="/tables/shop.orders_2025/">shop.orders_2025</a>' in html
 
 
-def test_the_table_page_says_who_changed_or_dropped_it(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_table_page_says_who_changed_or_dropped_it(investigator_client, ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     html = investigator_client.get("/tables/shop.orders/").content.decode()
     changers = html.split("Who changed or dropped it", 1)[1].split("Everything that touched it", 1)[0]
@@ -68,7 +68,7 @@ def test_the_table_page_says_who_changed_or_dropped_it(investigator_client, inge
 
 def test_statements_naming_the_table_without_a_database_are_said_not_counted(
     investigator_client, ingest_bytes
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A connection that began before the log has no known database: its DELETE FROM orders may be
     shop.orders', and the page says so instead of leaving it out unsaid."""
     ingest_bytes(RENAMES)
@@ -86,19 +86,19 @@ def test_statements_naming_the_table_without_a_database_are_said_not_counted(
     assert "unqualified" not in html
 
 
-def test_the_later_name_knows_what_it_was_called_before(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_later_name_knows_what_it_was_called_before(investigator_client, ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     html = investigator_client.get("/tables/shop.orders_2025/").content.decode()
     assert 'It was <a href="/tables/shop.orders_old/">shop.orders_old</a>' in html
 
 
-def test_destructive_only_keeps_the_changes(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_destructive_only_keeps_the_changes(investigator_client, ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     html = investigator_client.get("/tables/shop.orders/?destructive=true").content.decode()
     assert "SELECT * FROM orders_2025" not in history(html) and "DROP TABLE orders_2025" in history(html)
 
 
-def test_the_list_shows_names_of_events_stored_since_it_was_kept(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_list_shows_names_of_events_stored_since_it_was_kept(investigator_client, ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     listing = tables_seen("", 100)
     assert listing.refreshed_at is None  # never rebuilt: every name comes from the newest events
@@ -108,7 +108,7 @@ def test_the_list_shows_names_of_events_stored_since_it_was_kept(investigator_cl
     assert 'href="/tables/shop.orders_2025/"' in html
 
 
-def test_the_list_shows_new_names_however_high_the_event_ids_are(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_list_shows_new_names_however_high_the_event_ids_are(ingest_bytes) -> None:
     """Event ids come from a sequence that others advance too (rolled-back batches, other
     stores' tests): a few new events with ids far above the kept list's are still few."""
     from django.db import connection
@@ -123,7 +123,7 @@ def test_the_list_shows_new_names_however_high_the_event_ids_are(ingest_bytes) -
     assert listing.unlisted == 0
 
 
-def test_a_rebuild_keeps_counts_and_the_list_adds_what_came_after(ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_rebuild_keeps_counts_and_the_list_adds_what_came_after(ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     assert tables_seen_refresh() == 3
     kept = {t.name: (t.events, t.destructive) for t in TableSeen.objects.all()}
@@ -136,7 +136,7 @@ def test_a_rebuild_keeps_counts_and_the_list_adds_what_came_after(ingest_bytes) 
 
 def test_a_rebuild_is_queued_once_when_the_list_is_stale(
     ingest_bytes, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     ingest_bytes(RENAMES)
     queued = []
     with django_capture_on_commit_callbacks(execute=True):
@@ -148,14 +148,14 @@ def test_a_rebuild_is_queued_once_when_the_list_is_stale(
     assert not tables_seen_refresh_due(lambda: queued.append(3))  # fresh
 
 
-def test_too_many_new_events_are_not_looked_through_on_the_fly(ingest_bytes, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_too_many_new_events_are_not_looked_through_on_the_fly(ingest_bytes, monkeypatch) -> None:
     ingest_bytes(RENAMES)
     monkeypatch.setattr(tables, "FRESH_MAX", 2)
     listing = tables_seen("", 100)
     assert listing.tables == [] and listing.unlisted > 2
 
 
-def test_the_search_narrows_the_list_and_says_when_nothing_matches(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_the_search_narrows_the_list_and_says_when_nothing_matches(investigator_client, ingest_bytes) -> None:
     ingest_bytes(RENAMES)
     html = investigator_client.get("/tables/?q=2025").content.decode()
     assert "shop.orders_2025" in html and "shop.orders_old" not in html
@@ -164,11 +164,11 @@ def test_the_search_narrows_the_list_and_says_when_nothing_matches(investigator_
     assert "shop.orders_old" in partial and "<form" not in partial
 
 
-def test_an_empty_list_says_what_to_do(investigator_client) -> None:  # type: ignore[no-untyped-def]
+def test_an_empty_list_says_what_to_do(investigator_client) -> None:
     assert "No tables seen yet" in investigator_client.get("/tables/").content.decode()
 
 
-def test_a_table_named_with_slashes_and_newlines_has_a_page(investigator_client, ingest_bytes) -> None:  # type: ignore[no-untyped-def]
+def test_a_table_named_with_slashes_and_newlines_has_a_page(investigator_client, ingest_bytes) -> None:
     ingest_bytes(genlog((at(0), 3, "Query", "DELETE FROM `we/ird\nname` WHERE 1")))
     html = investigator_client.get("/tables/").content.decode()
     link = re.search(r'href="(/tables/[^"]*we%2F[^"]*|/tables/[^"]*we/ird[^"]*)"', html).group(1)

@@ -31,7 +31,7 @@ def new_key(html: str) -> str:
     return found.group(1)
 
 
-def test_a_token_made_on_the_page_is_shown_once_and_only_its_hash_is_kept(client, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_a_token_made_on_the_page_is_shown_once_and_only_its_hash_is_kept(client, viewer) -> None:
     client.force_login(viewer)
     made = client.post("/tokens/", {"name": "my script"})
     assert made.status_code == 200 and made["Cache-Control"] == "no-store"
@@ -52,7 +52,7 @@ def test_a_token_made_on_the_page_is_shown_once_and_only_its_hash_is_kept(client
     assert created.username == "vic" and created.details["token"] == key[:8]
 
 
-def test_a_revoked_token_is_refused_and_the_revocation_recorded(client, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_a_revoked_token_is_refused_and_the_revocation_recorded(client, viewer) -> None:
     token, key = api_token_create(user=viewer, name="old")
     client.force_login(viewer)
     assert client.post(f"/tokens/{token.pk}/revoke/").status_code == 302
@@ -67,7 +67,7 @@ def test_a_revoked_token_is_refused_and_the_revocation_recorded(client, viewer) 
     assert AuditRecord.objects.filter(action=Action.TOKEN_REVOKE).count() == 1
 
 
-def test_only_admins_see_and_revoke_other_peoples_tokens(client, viewer, investigator, admin_user) -> None:  # type: ignore[no-untyped-def]
+def test_only_admins_see_and_revoke_other_peoples_tokens(client, viewer, investigator, admin_user) -> None:
     theirs, key = api_token_create(user=investigator, name="ivy's splunk")
     client.force_login(viewer)
     assert "ivy's splunk" not in client.get("/tokens/").content.decode()
@@ -81,7 +81,7 @@ def test_only_admins_see_and_revoke_other_peoples_tokens(client, viewer, investi
     assert AuditRecord.objects.get(action=Action.TOKEN_REVOKE).details["owner"] == "ivy"
 
 
-def test_an_expiry_date_ends_a_token_and_a_day_already_over_is_refused(client, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_an_expiry_date_ends_a_token_and_a_day_already_over_is_refused(client, viewer) -> None:
     client.force_login(viewer)
     yesterday = (timezone.localdate() - timedelta(days=1)).isoformat()
     refused = client.post("/tokens/", {"name": "x", "expires": yesterday})
@@ -96,7 +96,7 @@ def test_an_expiry_date_ends_a_token_and_a_day_already_over_is_refused(client, v
     assert "expired" in client.get("/tokens/").content.decode()
 
 
-def test_a_siem_token_made_on_the_page_reads_events_and_alerts_and_nothing_else(client, admin_user) -> None:  # type: ignore[no-untyped-def]
+def test_a_siem_token_made_on_the_page_reads_events_and_alerts_and_nothing_else(client, admin_user) -> None:
     client.force_login(admin_user)
     key = new_key(client.post("/tokens/", {"name": "splunk", "siem": "on"}).content.decode())
     assert ApiToken.objects.get().siem
@@ -109,7 +109,7 @@ def test_a_siem_token_made_on_the_page_reads_events_and_alerts_and_nothing_else(
     assert "SIEM, read-only" in client.get("/tokens/").content.decode()
 
 
-def test_the_command_makes_siem_tokens_with_an_expiry(django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_the_command_makes_siem_tokens_with_an_expiry(django_user_model) -> None:
     out, err = StringIO(), StringIO()
     call_command(
         "create_api_token", "splunk", "--siem", "--expires", "90d", "--name", "prod", stdout=out, stderr=err

@@ -19,7 +19,7 @@ PASSWORD = "correct horse battery staple"  # the personas' (tests/conftest.py)
 
 
 @pytest.fixture
-def deleted(ingest_bytes) -> Event:  # type: ignore[no-untyped-def]
+def deleted(ingest_bytes) -> Event:
     ingest_bytes(
         genlog(
             (T0, 7, "Connect", "bob@10.0.0.9 on shop using TCP/IP"),
@@ -30,7 +30,7 @@ def deleted(ingest_bytes) -> Event:  # type: ignore[no-untyped-def]
     return Event.objects.get(statement_type="DELETE")
 
 
-def log_in(client, username: str, password: str, ip: str):  # type: ignore[no-untyped-def]
+def log_in(client, username: str, password: str, ip: str):
     return client.post("/accounts/login/", {"username": username, "password": password}, REMOTE_ADDR=ip)
 
 
@@ -38,7 +38,7 @@ def last(action: str) -> AuditRecord:
     return AuditRecord.objects.filter(action=action).latest("id")
 
 
-def test_a_record_can_be_neither_changed_nor_deleted(investigator) -> None:  # type: ignore[no-untyped-def]
+def test_a_record_can_be_neither_changed_nor_deleted(investigator) -> None:
     kept = record(investigator, Action.EXPORT, filters={"table": "shop.orders"})
     for attempt in (
         lambda: AuditRecord.objects.filter(pk=kept.pk).update(username="someone else"),
@@ -61,7 +61,7 @@ def test_a_record_can_be_neither_changed_nor_deleted(investigator) -> None:  # t
     )
 
 
-def test_a_login_its_failure_and_the_logout_are_recorded_with_the_address(client, investigator) -> None:  # type: ignore[no-untyped-def]
+def test_a_login_its_failure_and_the_logout_are_recorded_with_the_address(client, investigator) -> None:
     log_in(client, "ivy", "wrong", "192.0.2.7")
     failed = last(Action.LOGIN_FAILED)
     assert (failed.username, failed.user_id, failed.ip) == ("ivy", None, "192.0.2.7")
@@ -80,7 +80,7 @@ def test_a_login_its_failure_and_the_logout_are_recorded_with_the_address(client
 
 def test_the_nth_wrong_password_locks_the_name_out_even_with_the_right_one(
     client, investigator, settings
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     limit = settings.AXES_FAILURE_LIMIT
     for _ in range(limit):
         refused = client.post(
@@ -102,7 +102,7 @@ def test_the_nth_wrong_password_locks_the_name_out_even_with_the_right_one(
     assert other.status_code == 302 and last(Action.LOGIN).ip == "198.51.100.1"
 
 
-def test_a_search_in_the_explorer_records_its_filters_and_results(investigator_client, deleted) -> None:  # type: ignore[no-untyped-def]
+def test_a_search_in_the_explorer_records_its_filters_and_results(investigator_client, deleted) -> None:
     investigator_client.get(
         "/events/", {"table": "shop.orders", "destructive": "true", "since": "", "tz": "UTC"}
     )
@@ -114,7 +114,7 @@ def test_a_search_in_the_explorer_records_its_filters_and_results(investigator_c
 
 def test_an_api_search_an_export_and_each_event_and_session_viewed_are_recorded(
     investigator_client, investigator, api_client, deleted
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     api_client.get("/api/v1/events/", {"user": "bob"})
     search = last(Action.SEARCH)
     assert search.details == {
@@ -139,7 +139,7 @@ def test_an_api_search_an_export_and_each_event_and_session_viewed_are_recorded(
 
 def test_source_changes_are_recorded_from_pages_and_api(
     client, admin_user, admin_api_client, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     client.force_login(admin_user)
     data = {"name": "db1", "kind": "file", "path": str(tmp_path / "general.log"), "password_env": "",
             "format": "general-log", "server": "db1", "timezone": "UTC", "interval_seconds": 10,
@@ -158,12 +158,12 @@ def test_source_changes_are_recorded_from_pages_and_api(
     assert AuditRecord.objects.filter(action=Action.SOURCE_INGEST).count() == 2
 
 
-def test_details_are_bounded_whatever_was_typed(investigator) -> None:  # type: ignore[no-untyped-def]
+def test_details_are_bounded_whatever_was_typed(investigator) -> None:
     stored = record(investigator, Action.SEARCH, filters={"q": "x" * 100_000, "many": list(range(1000))})
     assert len(stored.details["filters"]["q"]) == 1001 and len(stored.details["filters"]["many"]) == 100
 
 
-def test_a_change_in_the_django_admin_is_recorded(client, django_user_model, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_change_in_the_django_admin_is_recorded(client, django_user_model, tmp_path) -> None:
     root = django_user_model.objects.create_superuser("root", password="x" * 20)
     client.force_login(root)
     source = Source.objects.create(name="old db1", path=str(tmp_path / "x.log"), server="db1")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_client(client, admin_user):  # type: ignore[no-untyped-def]
+def admin_client(client, admin_user):
     client.force_login(admin_user)
     return client
 
@@ -26,7 +26,7 @@ def rows_of(html: str) -> int:
     return html.split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr") if "<tbody>" in html else 0
 
 
-def test_the_page_filters_by_user_action_and_time(admin_client, investigator, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_filters_by_user_action_and_time(admin_client, investigator, viewer) -> None:
     record(investigator, Action.EXPORT, filters={"table": "shop.orders"})
     record(viewer, Action.SEARCH, filters={"user": "bob"})
     record(viewer, Action.EVENT_VIEW, event=7)
@@ -42,7 +42,7 @@ def test_the_page_filters_by_user_action_and_time(admin_client, investigator, vi
     assert admin_client.get("/audit/", {"action": "not-an-action"}).status_code == 400
 
 
-def test_the_page_goes_back_in_pages_without_losing_or_repeating_a_record(admin_client, viewer) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_goes_back_in_pages_without_losing_or_repeating_a_record(admin_client, viewer) -> None:
     for n in range(PAGE_SIZE + 5):
         record(viewer, Action.EVENT_VIEW, event=n)
     first = admin_client.get("/audit/", {"user": "vic"}).content.decode()
@@ -55,7 +55,7 @@ def test_the_page_goes_back_in_pages_without_losing_or_repeating_a_record(admin_
 
 def test_the_export_is_every_record_oldest_first_and_no_cell_is_a_formula(
     admin_client, django_user_model
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     hostile = django_user_model.objects.create_user("=HYPERLINK(1)")
     record(hostile, Action.SEARCH, filters={"q": "@SUM(A1)"})
     record(hostile, Action.LOGIN_FAILED)

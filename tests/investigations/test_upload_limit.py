@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 FIELDS = {"server": "db9", "format": "auto", "timezone": "UTC"}
 
 
-def upload(client, body: bytes, **extra):  # type: ignore[no-untyped-def]
+def upload(client, body: bytes, **extra):
     return client.post("/sources/upload/", {"file": SimpleUploadedFile("big.log", body), **FIELDS}, **extra)
 
 
@@ -25,7 +25,7 @@ def left_in(folder: Path) -> list[Path]:
     return [p for p in folder.rglob("*") if p.is_file()] if folder.exists() else []
 
 
-def test_a_file_over_the_limit_is_refused_while_it_streams(investigator_client, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_over_the_limit_is_refused_while_it_streams(investigator_client, settings, tmp_path) -> None:
     settings.UPLOAD_DIR = tmp_path / "uploads"
     settings.MAX_UPLOAD_BYTES = 200_000  # the request is under limit + room for the form: read, then cut
     refused = upload(investigator_client, b"x" * 200_001)
@@ -37,7 +37,7 @@ def test_a_file_over_the_limit_is_refused_while_it_streams(investigator_client, 
 
 def test_a_request_declaring_more_than_the_limit_is_refused_before_anything_is_written(
     investigator_client, settings, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.UPLOAD_DIR = tmp_path / "uploads"
     settings.MAX_UPLOAD_BYTES = 1000
     body = encode_multipart(BOUNDARY, {"file": io.BytesIO(b"y" * 1_100_000), **FIELDS})
@@ -48,7 +48,7 @@ def test_a_request_declaring_more_than_the_limit_is_refused_before_anything_is_w
     assert not Source.objects.exists() and left_in(settings.UPLOAD_DIR) == []
 
 
-def test_a_file_at_the_limit_is_taken(investigator_client, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_at_the_limit_is_taken(investigator_client, settings, tmp_path) -> None:
     settings.UPLOAD_DIR = tmp_path / "uploads"
     settings.MAX_UPLOAD_BYTES = 5000
     taken = upload(investigator_client, b"z" * 5000)

@@ -14,12 +14,12 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def admin_client(client, admin_user):  # type: ignore[no-untyped-def]
+def admin_client(client, admin_user):
     client.force_login(admin_user)
     return client
 
 
-def test_an_admin_makes_a_login_whose_password_is_shown_once(admin_client, client, django_user_model) -> None:  # type: ignore[no-untyped-def]
+def test_an_admin_makes_a_login_whose_password_is_shown_once(admin_client, client, django_user_model) -> None:
     made = admin_client.post("/users/", {"username": "nina", "role": "investigator"})
     password = re.search(r'id="new-password" value="([^"]+)"', made.content.decode()).group(1)
     nina = django_user_model.objects.get(username="nina")
@@ -35,7 +35,7 @@ def test_an_admin_makes_a_login_whose_password_is_shown_once(admin_client, clien
 
 def test_an_admin_changes_a_role_and_switches_a_login_off(
     admin_client, investigator, django_user_model
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     admin_client.post(f"/users/{investigator.pk}/", {"role": "viewer", "active": "on"})
     ivy = django_user_model.objects.get(pk=investigator.pk)
     assert user_role(ivy) is Role.VIEWER and ivy.is_active
@@ -50,7 +50,7 @@ def test_an_admin_changes_a_role_and_switches_a_login_off(
 
 def test_an_admin_cannot_change_their_own_login_or_a_superuser(
     admin_client, admin_user, django_user_model
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     root = django_user_model.objects.create_superuser("root")
     for target in (admin_user, root):
         response = admin_client.post(f"/users/{target.pk}/", {"role": "viewer"}, follow=True)

@@ -3,12 +3,10 @@ file handed over, checked against the store, its chain and the original log."""
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ingest.models import Event
@@ -16,19 +14,11 @@ from ingest.pipeline import ingest_file, source_for_path
 from investigations.cases import case_create, evidence_pin
 from investigations.models import Case, Report
 from tests.conftest import FIXTURES
+from tests.ingest.test_custody import verify
 
 pytestmark = pytest.mark.django_db
 
 CRIME_SCENE = FIXTURES / "crime_scene" / "mariadb-10.11.19-general.log"
-
-
-def verify(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("verify_evidence", *args, stdout=out)
-    except CommandError as e:
-        return e.returncode, out.getvalue()
-    return 0, out.getvalue()
 
 
 @pytest.fixture
@@ -42,7 +32,7 @@ def log(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def case(report_written, log, investigator, settings, tmp_path):  # type: ignore[no-untyped-def]
+def case(report_written, log, investigator, settings, tmp_path):
     settings.REPORT_DIR = tmp_path / "reports"
     case = case_create(user=investigator, title="Who wiped shop.orders?")
     for event in Event.objects.filter(destructive=True).order_by("id")[:3]:
@@ -57,7 +47,7 @@ def pinned(case: Case) -> list[Event]:
     return list(Event.objects.filter(pk__in=case.evidence.values("event_id")).order_by("id"))
 
 
-def test_an_untouched_case_and_its_reports_verify(case) -> None:  # type: ignore[no-untyped-def]
+def test_an_untouched_case_and_its_reports_verify(case) -> None:
     status, out = verify("--case", str(case.pk))
     assert status == 0, out
     assert f"the 3 event(s) pinned to case #{case.pk} 'Who wiped shop.orders?' are as they were pinned" in out
@@ -66,7 +56,7 @@ def test_an_untouched_case_and_its_reports_verify(case) -> None:  # type: ignore
     assert "ALTERED" not in out and "NOT CHECKED" not in out
 
 
-def test_a_pinned_event_edited_in_the_store_is_found(case) -> None:  # type: ignore[no-untyped-def]
+def test_a_pinned_event_edited_in_the_store_is_found(case) -> None:
     victim = pinned(case)[1]
     with connection.cursor() as cur:
         cur.execute(
@@ -77,7 +67,7 @@ def test_a_pinned_event_edited_in_the_store_is_found(case) -> None:  # type: ign
     assert "1 stored event(s) differ from how they were written" in out and f"(event ids {victim.pk})" in out
 
 
-def test_a_pinned_event_whose_record_hash_changed_or_that_is_gone_is_found(case) -> None:  # type: ignore[no-untyped-def]
+def test_a_pinned_event_whose_record_hash_changed_or_that_is_gone_is_found(case) -> None:
     first, second, _ = pinned(case)
     with connection.cursor() as cur:
         cur.execute("UPDATE ingest_event SET record_hash = '\\x00' WHERE id = %s", [first.pk])
@@ -89,7 +79,7 @@ def test_a_pinned_event_whose_record_hash_changed_or_that_is_gone_is_found(case)
     assert "1 event(s) missing from the batch of link 1" in out
 
 
-def test_a_pinned_event_whose_log_bytes_changed_is_found(case, log) -> None:  # type: ignore[no-untyped-def]
+def test_a_pinned_event_whose_log_bytes_changed_is_found(case, log) -> None:
     victim = pinned(case)[0]
     with log.open("r+b") as f:
         f.seek(victim.byte_offset + len(victim.raw) - 2)
@@ -100,7 +90,7 @@ def test_a_pinned_event_whose_log_bytes_changed_is_found(case, log) -> None:  # 
     assert "no longer hash to what was read" in out
 
 
-def test_a_report_file_of_the_case_altered_where_it_is_kept_is_found(case) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_file_of_the_case_altered_where_it_is_kept_is_found(case) -> None:
     report = Report.objects.get(case=case, format="csv")
     data = bytearray(report.path.read_bytes())
     data[-3] ^= 1
@@ -112,7 +102,7 @@ def test_a_report_file_of_the_case_altered_where_it_is_kept_is_found(case) -> No
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "pdf"])
-def test_a_report_handed_over_is_recognised(case, tmp_path, fmt) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_handed_over_is_recognised(case, tmp_path, fmt) -> None:
     report = Report.objects.get(case=case, format=fmt)
     copy = tmp_path / f"handed-over.{fmt}"
     shutil.copyfile(report.path, copy)
@@ -129,7 +119,7 @@ def test_a_report_handed_over_is_recognised(case, tmp_path, fmt) -> None:  # typ
 
 
 @pytest.mark.parametrize("fmt", ["json", "csv", "pdf"])
-def test_a_report_altered_by_one_byte_is_found(case, tmp_path, fmt) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_altered_by_one_byte_is_found(case, tmp_path, fmt) -> None:
     report = Report.objects.get(case=case, format=fmt)
     data = bytearray(report.path.read_bytes())
     where = data.find(b"DELETE") if fmt != "pdf" else len(data) // 2
@@ -146,7 +136,7 @@ def test_a_report_altered_by_one_byte_is_found(case, tmp_path, fmt) -> None:  # 
         )
 
 
-def test_a_report_whose_events_were_changed_in_the_store_since_is_found(case, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_report_whose_events_were_changed_in_the_store_since_is_found(case, tmp_path) -> None:
     report = Report.objects.get(case=case, format="json")
     victim = pinned(case)[2]
     with connection.cursor() as cur:

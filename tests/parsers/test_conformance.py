@@ -163,7 +163,7 @@ def test_the_secret_is_in_clear_only_where_the_server_wrote_it_so() -> None:
 
 
 @pytest.fixture(scope="module")
-def ingested(django_db_setup, django_db_blocker):  # type: ignore[no-untyped-def]
+def ingested(django_db_setup, django_db_blocker):
     """Every sample ingested once with `manage.py ingest` under its own server label."""
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
@@ -200,7 +200,7 @@ def expected_attribution(fmt: str, e: dict[str, Any]) -> str:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("fmt", "name"), SAMPLES)
-def test_ingest_stores_each_record_once_with_its_account_and_labels(ingested, fmt: str, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_ingest_stores_each_record_once_with_its_account_and_labels(ingested, fmt: str, name: str) -> None:
     from ingest.models import Event
     from ingest.normalize import decode_sql
     from ingest.textsafe import displayable
@@ -241,7 +241,7 @@ def test_ingest_stores_each_record_once_with_its_account_and_labels(ingested, fm
 
 
 @pytest.mark.django_db
-def test_every_format_answers_who_destroyed_shop_orders_the_same(ingested) -> None:  # type: ignore[no-untyped-def]
+def test_every_format_answers_who_destroyed_shop_orders_the_same(ingested) -> None:
     from ingest.models import Event
 
     answers = {}

@@ -53,8 +53,8 @@ def assert_accounts_for(data: bytes, items: list[Item], offset: int = 0, line: i
             continue
         assert (item.offset, item.line) == (offset, line), item
         if isinstance(item, Problem):  # garbage: the excerpt, and the size in the reason
-            size = int(re.search(r"(\d+) bytes", item.reason).group(1))  # type: ignore[union-attr]
-            lines = int(re.search(r"(\d+) lines?", item.reason).group(1))  # type: ignore[union-attr]
+            size = int(re.search(r"(\d+) bytes", item.reason).group(1))
+            lines = int(re.search(r"(\d+) lines?", item.reason).group(1))
             assert data[offset : offset + size].startswith(item.raw)
             assert data[offset : offset + size].count(b"\n") in (lines, lines - 1)
             offset, line = offset + size, line + lines
@@ -488,8 +488,8 @@ def test_it_parses_every_item_of_the_corpus_sample(name: str) -> None:
 
 
 def _digest(report: str) -> dict[str, Any]:
-    overall = int(re.search(r"# Overall: (\d+) total", report).group(1))  # type: ignore[union-attr]
-    time_range = re.search(r"# Time range: (.*)", report).group(1)  # type: ignore[union-attr]
+    overall = int(re.search(r"# Overall: (\d+) total", report).group(1))
+    time_range = re.search(r"# Time range: (.*)", report).group(1)
     classes = []
     for block in re.split(r"\n# Query \d+:", report)[1:]:
         block = block.split("\n# Profile")[0]
@@ -500,8 +500,8 @@ def _digest(report: str) -> dict[str, Any]:
             names[attr] = {re.sub(r" \(\d+/\d+%\)$", "", n) for n in m.group(1).split(", ")} if m else set()
         classes.append(
             {
-                "count": int(re.search(r"# Count +\d+ +(\d+)", block).group(1)),  # type: ignore[union-attr]
-                "size": int(re.search(r"# Query size +\d+ +(\d+)", block).group(1)),  # type: ignore[union-attr]
+                "count": int(re.search(r"# Count +\d+ +(\d+)", block).group(1)),
+                "size": int(re.search(r"# Query size +\d+ +(\d+)", block).group(1)),
                 "sample": sample,
                 **names,
             }
@@ -542,7 +542,7 @@ def test_it_agrees_with_pt_query_digest(sample: str, report: str) -> None:
     digest = _digest(corpus(report).decode())
 
     assert len(records) == digest["overall"]
-    first, last = _pt_time(records[0].occurred_at), _pt_time(records[-1].occurred_at)  # type: ignore[arg-type]
+    first, last = _pt_time(records[0].occurred_at), _pt_time(records[-1].occurred_at)
     expected_range = f"all events occurred at {first}" if first == last else f"{first} to {last}"
     assert digest["time_range"] == expected_range
 
@@ -862,7 +862,7 @@ def test_it_carries_the_old_layout_time_forward_and_starts_with_none() -> None:
         b"\t\t    2 Query\tSELECT 3\n"
         b"261122 18:08:52\t    1 Quit\t\n"
     )
-    assert [i.occurred_at for i in items] == [  # type: ignore[union-attr]
+    assert [i.occurred_at for i in items] == [
         None,
         datetime(2026, 11, 22, 8, 8, 51),
         datetime(2026, 11, 22, 8, 8, 51),
@@ -880,7 +880,7 @@ def test_it_keeps_the_carried_time_across_a_banner_that_reopens_the_log() -> Non
         b"\t\t    13 Query\tselect 2\n"
     )
     assert [type(i).__name__ for i in items] == ["LogRecord", "ServerStart", "LogRecord"]
-    assert items[2].occurred_at == datetime(2026, 11, 22, 8, 8, 51)  # type: ignore[union-attr]
+    assert items[2].occurred_at == datetime(2026, 11, 22, 8, 8, 51)
     assert items[1].raw.count(b"\n") == 3
 
 
@@ -952,7 +952,7 @@ TWO_AND_ONE_WORD = [
 @pytest.mark.parametrize("command", TWO_AND_ONE_WORD)
 def test_it_reads_every_command_name(command: str) -> None:
     items = parse(f"\t\t    7 {command}\targ {command}\n\t\t    7 Quit\t\n".encode())
-    assert [(i.command, i.connection_id, i.argument) for i in items] == [  # type: ignore[union-attr]
+    assert [(i.command, i.connection_id, i.argument) for i in items] == [
         (command, 7, f"arg {command}".encode()),
         ("Quit", 7, b""),
     ]
@@ -971,17 +971,17 @@ def test_it_reads_every_command_name(command: str) -> None:
 )
 def test_it_reads_padded_and_unknown_commands(line: bytes, command: str, argument: bytes) -> None:
     (item,) = parse(line)
-    assert (item.command, item.connection_id, item.argument) == (command, 42, argument)  # type: ignore[union-attr]
+    assert (item.command, item.connection_id, item.argument) == (command, 42, argument)
 
 
 def test_it_keeps_5_0_argument_spaces_beyond_the_command_padding() -> None:
     (item,) = parse(b"\t\t     42 Query         SELECT 1  \n")
-    assert item.argument == b"  SELECT 1  "  # type: ignore[union-attr]
+    assert item.argument == b"  SELECT 1  "
 
 
 def test_it_does_not_take_an_unknown_untimed_command_for_a_record() -> None:
     items = parse(b"\t\t    1 Query\tSELECT 1,\n\t\t    2 Frobnicate\tx\n")
-    assert [i.argument for i in items] == [b"SELECT 1,\n\t\t    2 Frobnicate\tx"]  # type: ignore[union-attr]
+    assert [i.argument for i in items] == [b"SELECT 1,\n\t\t    2 Frobnicate\tx"]
 
 
 @pytest.mark.parametrize(
@@ -1058,7 +1058,7 @@ def test_it_says_denied_only_on_the_refusal_not_on_the_login_attempt_before_it()
         b"\t\t    5 Connect\teve@127.0.0.1 on  using TCP/IP\n"
         b"\t\t    5 Connect\tAccess denied for user 'eve'@'127.0.0.1' (using password: YES)\n"
     )
-    assert [(i.user, i.status) for i in items] == [("eve", None), ("eve", "denied")]  # type: ignore[union-attr]
+    assert [(i.user, i.status) for i in items] == [("eve", None), ("eve", "denied")]
 
 
 # -- hostile bytes ----------------------------------------------------------------------------
@@ -1071,7 +1071,7 @@ def test_it_yields_nothing_for_empty_input() -> None:
 
 def test_it_keeps_nul_bytes_and_invalid_utf8_in_the_argument() -> None:
     items = parse(b"\t\t    1 Query\tSELECT '\xff\xfe\x00'\x00\n\t\t    1 Query\t\x00\n")
-    assert [i.argument for i in items] == [b"SELECT '\xff\xfe\x00'\x00", b"\x00"]  # type: ignore[union-attr]
+    assert [i.argument for i in items] == [b"SELECT '\xff\xfe\x00'\x00", b"\x00"]
 
 
 def test_it_reads_crlf_lines_and_keeps_inner_crlf() -> None:
@@ -1081,7 +1081,7 @@ def test_it_reads_crlf_lines_and_keeps_inner_crlf() -> None:
         b"\t\t    1 Quit\t\r\n"
     )
     items = parse(data)
-    assert [(i.command, i.argument, i.database, i.extra) for i in items] == [  # type: ignore[union-attr]
+    assert [(i.command, i.argument, i.database, i.extra) for i in items] == [
         ("Connect", b"ann@localhost on shop using Socket", "shop", {"connection_type": "Socket"}),
         ("Query", b"SELECT 1,\r\n  2", None, {}),
         ("Quit", b"", None, {}),
@@ -1090,19 +1090,19 @@ def test_it_reads_crlf_lines_and_keeps_inner_crlf() -> None:
 
 def test_it_reads_one_line_crlf_records_in_the_middle_of_a_log() -> None:
     items = parse(b"\t\t    1 Query\tSELECT 1\r\n\t\t    1 Quit\t\r\n\t\t    2 Query\tSELECT\r\n")
-    assert [i.argument for i in items] == [b"SELECT 1", b"", b"SELECT"]  # type: ignore[union-attr]
+    assert [i.argument for i in items] == [b"SELECT 1", b"", b"SELECT"]
 
 
 def test_it_reads_a_last_line_without_newline() -> None:
     items = parse(b"\t\t    1 Query\tSELECT 1\n\t\t    1 Query\tSELECT\n 2")
-    assert [i.argument for i in items] == [b"SELECT 1", b"SELECT\n 2"]  # type: ignore[union-attr]
-    assert [i.argument for i in parse(b"\t\t    1 Quit")] == [b""]  # type: ignore[union-attr]
+    assert [i.argument for i in items] == [b"SELECT 1", b"SELECT\n 2"]
+    assert [i.argument for i in parse(b"\t\t    1 Quit")] == [b""]
 
 
 def test_it_reads_a_5_mb_statement_in_one_record() -> None:
     huge = b"INSERT INTO t VALUES ('" + b"x" * 5_000_000 + b"')"
     items = parse(b"\t\t    1 Query\t" + huge + b"\n\t\t    1 Quit\t\n")
-    assert [len(i.argument) for i in items] == [len(huge), 0]  # type: ignore[union-attr]
+    assert [len(i.argument) for i in items] == [len(huge), 0]
 
 
 def test_it_reports_garbage_before_the_first_record_as_one_bounded_problem() -> None:
@@ -1153,8 +1153,8 @@ def test_it_keeps_a_record_with_an_impossible_time_and_says_why() -> None:
         ("LogRecord", 4, None),
         ("LogRecord", 5, datetime(2026, 11, 22, 8, 8, 53)),
     ]
-    assert items[1].reason.startswith("invalid time '261322  8:08:52' (month must be in 1..12)")  # type: ignore[union-attr]
-    assert items[2].extra == {"invalid_time": "261322  8:08:52"}  # type: ignore[union-attr]
+    assert items[1].reason.startswith("invalid time '261322  8:08:52' (month must be in 1..12)")
+    assert items[2].extra == {"invalid_time": "261322  8:08:52"}
 
 
 # -- resuming ---------------------------------------------------------------------------------

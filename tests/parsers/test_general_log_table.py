@@ -36,7 +36,7 @@ def tsv(data: bytes) -> list[Item]:
     return list(general_log_tsv.parse(io.BytesIO(data)))
 
 
-def who(r: LogRecord) -> tuple:  # type: ignore[type-arg]
+def who(r: LogRecord) -> tuple:
     return (r.occurred_at, r.connection_id, r.command, r.argument, r.user, r.host, r.ip, r.database, r.extra)
 
 
@@ -60,7 +60,7 @@ def who(r: LogRecord) -> tuple:  # type: ignore[type-arg]
         ("", (None, None, None, None)),
     ],
 )
-def test_it_reads_user_host_variants(text: str | bytes, expected: tuple) -> None:  # type: ignore[type-arg]
+def test_it_reads_user_host_variants(text: str | bytes, expected: tuple) -> None:
     assert parse_user_host(text) == expected
 
 
@@ -255,7 +255,7 @@ def test_it_ends_a_tsv_file_with_a_dangling_escaped_newline() -> None:
 def test_csv_and_tsv_of_the_same_table_give_the_same_records() -> None:
     from_csv, from_tsv = csv(CSV.read_bytes()), tsv(TSV.read_bytes())
     assert all(isinstance(r, LogRecord) for r in from_csv + from_tsv)
-    assert [who(r) for r in from_csv] == [who(r) for r in from_tsv]  # type: ignore[arg-type]
+    assert [who(r) for r in from_csv] == [who(r) for r in from_tsv]
     # Raw bytes tile each file.
     assert b"".join(r.raw for r in from_csv) == CSV.read_bytes()
     assert b"".join(r.raw for r in from_tsv) == TSV.read_bytes()
@@ -265,7 +265,7 @@ def test_it_attributes_the_scenario_rows() -> None:
     records = csv(CSV.read_bytes())
     summary = [
         (r.connection_id, r.command, r.user, r.extra.get("account"), r.host, r.database) for r in records
-    ]  # type: ignore[union-attr]
+    ]
     alice = (238, "tl_alice", "tl_alice", "127.0.0.1")
     bob = (239, "tl_bob", "tl_bob", "127.0.0.1")
     q = lambda who, cmd="Query": (who[0], cmd, who[1], who[2], who[3], None)  # noqa: E731
@@ -277,15 +277,15 @@ def test_it_attributes_the_scenario_rows() -> None:
         *[q(bob)] * 4,
         q(bob, "Quit"),
     ]
-    assert [r.argument for r in records[1:6]] == [  # type: ignore[union-attr]
+    assert [r.argument for r in records[1:6]] == [
         b"SET NAMES utf8mb4",
         b"SELECT id, note FROM orders WHERE id = 1",
         b"SELECT id,\n       note\nFROM orders\nWHERE id > 1",
         b"INSERT INTO orders VALUES (4, 'say \"hi\" \\\\ back\ttab\nnew\rcr\x00nul')",
         b"SELECT 1 /* \\xFF invalid utf-8 */",  # MariaDB's utf8mb3 column rewrote the 0xFF byte
     ]
-    assert [r.argument for r in records[10:12]] == [b"DELETE FROM orders WHERE id = 2", b"DELETE FROM orders"]  # type: ignore[union-attr]
-    assert records[0].occurred_at == datetime(2026, 11, 22, 12, 15, 50, 297889)  # type: ignore[union-attr]
+    assert [r.argument for r in records[10:12]] == [b"DELETE FROM orders WHERE id = 2", b"DELETE FROM orders"]
+    assert records[0].occurred_at == datetime(2026, 11, 22, 12, 15, 50, 297889)
 
 
 # -- recognisers --------------------------------------------------------------------------------
@@ -410,8 +410,8 @@ def test_what_the_csv_engine_and_into_outfile_write_reads_back_byte_for_byte(tmp
     from_csv, from_tsv = csv(engine_file), tsv(exported)
     for records, data in ((from_csv, engine_file), (from_tsv, exported)):
         assert all(isinstance(r, LogRecord) for r in records)
-        assert [(r.connection_id, r.argument) for r in records] == list(enumerate(VALUES))  # type: ignore[union-attr]
+        assert [(r.connection_id, r.argument) for r in records] == list(enumerate(VALUES))
         assert [r.occurred_at for r in records] == [
             datetime(2024, 1, 1, 0, 0, n, 500) for n in range(len(VALUES))
-        ]  # type: ignore[union-attr]
+        ]
         assert b"".join(r.raw for r in records) == data

@@ -42,7 +42,7 @@ def parse(data: bytes) -> list[LogRecord | Problem]:
     return items
 
 
-def summary(items: list) -> list[tuple]:  # type: ignore[type-arg]
+def summary(items: list) -> list[tuple]:
     return [
         ("PROBLEM", i.line, i.reason.split(":")[0])
         if isinstance(i, Problem)
@@ -52,7 +52,7 @@ def summary(items: list) -> list[tuple]:  # type: ignore[type-arg]
 
 
 def utc(*parts: int) -> datetime:
-    return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+    return datetime(*parts, tzinfo=UTC)
 
 
 EXPECTED = {
@@ -315,7 +315,7 @@ def test_a_long_pretty_printed_array_is_read_in_bounded_memory() -> None:
     ).encode()  # fmt: skip
     count = 20_000
 
-    def lines():  # type: ignore[no-untyped-def]
+    def lines():
         yield b"[\n"
         for n in range(count):
             yield from (obj + (b",\n" if n < count - 1 else b"\n")).splitlines(keepends=True)
@@ -395,7 +395,7 @@ def test_the_filebeat_sample_gives_exactly_these_records() -> None:
 
 
 def fed_in_chunks(data: bytes, rng: random.Random) -> list[LogRecord | Problem]:
-    def chunks():  # type: ignore[no-untyped-def]
+    def chunks():
         at = 0
         while at < len(data):
             size = rng.randint(1, 40)

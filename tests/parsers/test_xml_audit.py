@@ -23,10 +23,10 @@ def parse(data: bytes) -> list[LogRecord | Problem]:
     items = list(xml_audit.parse(data.splitlines(keepends=True)))
     for item in items:  # every record and problem points at its own bytes
         assert data[item.offset : item.offset + len(item.raw)] == item.raw or isinstance(item, Problem)
-    return items  # type: ignore[return-value]
+    return items
 
 
-def summary(items: list) -> list[tuple]:  # type: ignore[type-arg]
+def summary(items: list) -> list[tuple]:
     return [
         ("PROBLEM", i.line, i.reason.split(":")[0])
         if isinstance(i, Problem)
@@ -385,7 +385,7 @@ def test_the_attribute_fast_path_reads_exactly_what_elementtree_reads() -> None:
         assert _fast_fields(raw) is None
 
 
-def test_a_line_that_is_one_record_reads_exactly_as_the_scanner_reads_it(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_line_that_is_one_record_reads_exactly_as_the_scanner_reads_it(monkeypatch) -> None:
     """One-line OLD records take a shortcut past the scanner: same records, same positions."""
     rng = random.Random(11)
     pieces = [

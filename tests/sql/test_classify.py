@@ -253,7 +253,7 @@ CASES = [
     CASES,
     ids=[f"{i:03d}-{case[0][:40]}" for i, case in enumerate(CASES)],
 )
-def test_it_classifies_each_statement_as_expected(  # type: ignore[no-untyped-def]
+def test_it_classifies_each_statement_as_expected(
     sql, database, statement_type, tables, destructive, flags
 ) -> None:
     c = classify(sql, database)
@@ -276,7 +276,7 @@ def test_it_returns_the_agreed_shape() -> None:
     assert isinstance(c, Classification)
     assert isinstance(c.tables, tuple) and isinstance(c.flags, frozenset)
     with pytest.raises(AttributeError):
-        c.destructive = False  # type: ignore[misc]
+        c.destructive = False
 
 
 # --- no_where -----------------------------------------------------------------
@@ -506,7 +506,7 @@ def test_call_is_flagged_as_a_routine() -> None:
         ),
     ],
 )
-def test_when_sqlglot_fails_tables_still_come_from_keywords(  # type: ignore[no-untyped-def]
+def test_when_sqlglot_fails_tables_still_come_from_keywords(
     monkeypatch, sql, statement_type, tables, targets, flags
 ) -> None:
     monkeypatch.setattr(statements_module, "_parse", lambda sql: None)
@@ -549,8 +549,8 @@ def test_it_never_raises_on_garbage(sql: str) -> None:
     assert isinstance(fingerprint(sql), str)
 
 
-def test_a_bug_in_the_classifier_keeps_the_statement_instead_of_raising(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    def broken(*args, **kwargs):  # type: ignore[no-untyped-def]
+def test_a_bug_in_the_classifier_keeps_the_statement_instead_of_raising(monkeypatch) -> None:
+    def broken(*args, **kwargs):
         raise RuntimeError("bug")
 
     monkeypatch.setattr(classify_module, "analyse", broken)
@@ -568,7 +568,7 @@ def test_a_statement_ending_in_nul_is_classified_as_without_it() -> None:
     assert with_nul.tables == ("mysqlslap.t1",)
 
 
-def test_a_one_megabyte_statement_is_read_by_keywords_without_the_parser(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_one_megabyte_statement_is_read_by_keywords_without_the_parser(monkeypatch) -> None:
     monkeypatch.setattr(statements_module, "_parse", _no_parser)
     rows = ",".join(f"({i},'{'x' * 20}')" for i in range(40_000))
     sql = f"INSERT INTO orders VALUES {rows}"
@@ -661,16 +661,16 @@ def _no_parser(sql: str) -> None:
         "GRANT SELECT ON shop.* TO 'u'@'%'",
     ],
 )
-def test_the_fast_path_never_calls_sqlglot(monkeypatch, sql: str) -> None:  # type: ignore[no-untyped-def]
+def test_the_fast_path_never_calls_sqlglot(monkeypatch, sql: str) -> None:
     monkeypatch.setattr(statements_module, "_parse", _no_parser)
     classify(sql, "shop")
 
 
-def test_statements_differing_only_in_literals_are_parsed_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_statements_differing_only_in_literals_are_parsed_once(monkeypatch) -> None:
     calls = []
     real_parse = statements_module._parse
 
-    def counting_parse(sql: str):  # type: ignore[no-untyped-def]
+    def counting_parse(sql: str):
         calls.append(sql)
         return real_parse(sql)
 
@@ -682,13 +682,13 @@ def test_statements_differing_only_in_literals_are_parsed_once(monkeypatch) -> N
     assert len(calls) == 3
 
 
-def test_a_verbatim_repeat_skips_all_string_work(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_verbatim_repeat_skips_all_string_work(monkeypatch) -> None:
     first = classify("SELECT 1\x00", None)
     monkeypatch.setattr(classify_module, "without_strings", _no_parser)
     assert classify("SELECT 1\x00", None) is first
 
 
-def test_the_cache_is_bounded_in_entries(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_cache_is_bounded_in_entries(monkeypatch) -> None:
     monkeypatch.setattr(classify_module, "_CACHE_SIZE", 10)
     for i in range(50):
         classify(f"SELECT * FROM t{i}", "db")
@@ -698,7 +698,7 @@ def test_the_cache_is_bounded_in_entries(monkeypatch) -> None:  # type: ignore[n
     assert classify("SELECT * FROM t1", "db").tables == ("db.t1",)
 
 
-def test_the_cache_is_bounded_in_characters(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_cache_is_bounded_in_characters(monkeypatch) -> None:
     monkeypatch.setattr(classify_module, "_CACHE_CHARS", 10_000)
     for i in range(50):
         classify(f"SELECT {', '.join(f'c{n}' for n in range(300))} FROM t{i}", "db")

@@ -1,7 +1,7 @@
 """The demo's live server: appends the records of a real general log to a followed file, now.
 
 `./dev demo` runs this as a child so that one source keeps delivering while the demo runs:
-`python -m auditweb.demofeed SAMPLE TARGET`. The records (connection ids, commands, statements)
+`python -m devtools.demofeed SAMPLE TARGET`. The records (connection ids, commands, statements)
 are those the real MariaDB wrote into SAMPLE; only their time is the time of writing, printed as
 MariaDB prints it (`YYMMDD H:MM:SS`, UTC, once per second that has records). When the sample is
 used up it starts again with every connection id raised past the previous round's, as a server
@@ -139,7 +139,7 @@ def feed(
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m auditweb.demofeed SAMPLE_GENERAL_LOG TARGET", file=sys.stderr)
+        print("usage: python -m devtools.demofeed SAMPLE_GENERAL_LOG TARGET", file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     with contextlib.suppress(KeyboardInterrupt):
