@@ -33,6 +33,7 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.sql import SQL, Identifier
 
+from ingest.models import CustodyLink
 from ingest.rows import EVENT_COLUMNS, stored_copy_line
 
 LINK_VERSION = "auditweb-custody-1"
@@ -255,8 +256,6 @@ def chain_file_hash(
 
 def link_of_event(*, event_id: int, source_file_id: int, byte_offset: int) -> Any:
     """The events link whose batch holds this event (None for events stored before the chain)."""
-    from ingest.models import CustodyLink
-
     return (
         CustodyLink.objects.filter(
             source_file_id=source_file_id,

@@ -69,6 +69,7 @@ from collections import deque
 from collections.abc import Generator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ingest.parsers.general_log_table import canonical_row, row_hash, row_record
 from ingest.parsers.records import LogRecord, Problem, out_of_range
@@ -157,7 +158,7 @@ class Puller:
         3. Remember the hash in the window (to skip it next time); skip the row if the
            previous watermark saw it; otherwise update the state, then yield it.
         """
-        import pymysql.cursors
+        import pymysql.cursors  # only a live pull loads PyMySQL: ingest.models imports this module
 
         since = self._since or _EPOCH
         cursor = self.conn.cursor(pymysql.cursors.SSCursor)
@@ -269,7 +270,7 @@ class ClearTextRefused:
         self.conn = conn
 
     def _refuse(self) -> None:
-        import pymysql
+        import pymysql  # only a live pull loads PyMySQL: ingest.models imports this module
 
         raise pymysql.err.OperationalError(
             2059,
@@ -294,9 +295,7 @@ def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> An
     system's CAs (or `&tls_ca=/path/ca.pem`); only then may the server have the password in
     clear text (CLEAR_TEXT_PLUGINS). Without it, PyMySQL still encrypts when the server offers
     TLS, but the server is not authenticated, and clear-text plugins are refused."""
-    from urllib.parse import parse_qs, unquote, urlsplit
-
-    import pymysql
+    import pymysql  # only a live pull loads PyMySQL: ingest.models imports this module
 
     parts = urlsplit(dsn)
     if parts.scheme not in ("mysql", "mariadb"):

@@ -20,6 +20,7 @@ from django.db import models
 from django.utils import timezone
 
 from ingest import health
+from ingest.alerts import note_source_health
 from ingest.checkpoints import pattern_problem
 from ingest.models import Event, Gap, IngestRun, Source
 from ingest.mysql_table import password_env_problem
@@ -258,8 +259,6 @@ def source_state_counts(healths: Iterable[Health]) -> list[tuple[str, int]]:
 
 def check_sources_health(sources: Iterable[Source] | None = None) -> int:
     """Look at each source's health and raise an alert where it changed; returns how many."""
-    from ingest.alerts import note_source_health
-
     raised = 0
     for source in sources if sources is not None else Source.objects.all():
         looked = source_health(source)

@@ -20,8 +20,11 @@ from psycopg.sql import SQL, Identifier
 from ingest.alerts import KIND_SQL, WORTH_SQL, raise_event_alerts
 from ingest.custody import append_link, chain_events, event_key
 from ingest.events import EventRecord, FlagCorrection, session_id_of
+from ingest.models import Event, SourceFile
+from ingest.normalize import _SESSION_SWITCHES
 from ingest.partitions import ensure_event_partitions
 from ingest.rows import EVENT_COLUMNS, FormattedBatch, RowFormatter
+from ingest.sql import log_switches
 
 _COLUMN_LIST = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 _COLUMNS = SQL(", ").join(map(Identifier, EVENT_COLUMNS))  # the same, for psycopg.sql
@@ -80,10 +83,6 @@ def switched_off_before(condition: dict[str, object]) -> bool:
     one of its log kinds off earlier on the same server, in any source, and did not switch it back
     on since (a switch back on by them is flagged `anti_forensic` too, so it is among the events
     looked at). Session-only switches (sql_log_bin, sql_log_off) count for the same session only."""
-    from ingest.models import Event
-    from ingest.normalize import _SESSION_SWITCHES
-    from ingest.sql import log_switches
-
     user, session = condition.get("user"), str(condition["session"])
     session_id = session_id_of(session)
     who = Q(session_id=session_id) | Q(user=user) if user is not None else Q(session_id=session_id)
@@ -120,8 +119,6 @@ class EventWriter:
     def source_id(self) -> int:
         """The source whose custody chain records what this writer stores."""
         if self._source_id is None:
-            from ingest.models import SourceFile
-
             self._source_id = SourceFile.objects.values_list("source_id", flat=True).get(
                 pk=self.source_file_id
             )
@@ -187,8 +184,6 @@ class EventWriter:
                 self._chain_flag(c.flag, changed)
 
     def _chain_flag(self, flag: str, changed: list[tuple[datetime | None, bytes, int]]) -> None:
-        from ingest.models import SourceFile
-
         sources = dict(
             SourceFile.objects.filter(pk__in={f for _, _, f in changed}).values_list("pk", "source_id")
         )
