@@ -55,6 +55,8 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TypeVar
 
 from ingest.sql.lexer import (
     clean,
@@ -111,7 +113,11 @@ class Classification:
 _EMPTY = Classification("", (), False, frozenset(), "")
 
 
-class _FifoCache(dict):  # type: ignore[type-arg]
+_Key = TypeVar("_Key", bound="tuple[str, str | None] | str")
+_Value = TypeVar("_Value")
+
+
+class _FifoCache(dict[_Key, _Value]):
     """A dict that forgets its oldest entries beyond _CACHE_SIZE entries or _CACHE_CHARS of keys.
 
     First in, first out: dicts keep insertion order, and a log's working set of
@@ -121,7 +127,7 @@ class _FifoCache(dict):  # type: ignore[type-arg]
 
     chars = 0
 
-    def remember(self, key: tuple[str, str | None] | str, value: object) -> None:
+    def remember(self, key: _Key, value: _Value) -> None:
         with _LOCK:
             if key not in self:
                 self.chars += _key_chars(key)
@@ -141,12 +147,18 @@ def _key_chars(key: tuple[str, str | None] | str) -> int:
     return len(key) if isinstance(key, str) else len(key[0])
 
 
+class _Marker(Enum):
+    """A one-member enum rather than a bare object(), so that `hit is _BY_TEXT` narrows types."""
+
+    BY_TEXT = "by text"
+
+
+_BY_TEXT = _Marker.BY_TEXT
 # (key, database) -> Classification, or _BY_TEXT when that key's answer
 # depends on literal values and must be worked out for each text.
-_RESULTS = _FifoCache()
+_RESULTS: _FifoCache[tuple[str, str | None], Classification | _Marker] = _FifoCache()
 # shape -> Analysis, shared by every database and every literal variant.
-_ANALYSES = _FifoCache()
-_BY_TEXT = object()
+_ANALYSES: _FifoCache[str, Analysis] = _FifoCache()
 _LOCK = threading.Lock()
 # Verbatim repeats (pings, BEGIN/COMMIT, SET NAMES, an application's same
 # query with the same values) are most of a busy log: a plain dict keyed by
@@ -165,9 +177,9 @@ def clear_cache() -> None:
 def classify(sql: str, database: str | None = None) -> Classification:
     """Classify `sql` as run with `database` as the current schema."""
     exact = (sql, database)
-    hit = _EXACT.get(exact)
-    if hit is not None:
-        return hit
+    known = _EXACT.get(exact)
+    if known is not None:
+        return known
     # Clean (as lexer.clean), compute the key, one or two dict lookups.
     text = sql.strip(" \t\r\n\f\v\x00;")
     if "\x00" in text:
@@ -198,8 +210,8 @@ def classify(sql: str, database: str | None = None) -> Classification:
     if len(sql) <= _EXACT_MAX_LEN:
         if len(_EXACT) >= _CACHE_SIZE:
             _EXACT.clear()  # cheaper on this path than evicting one by one
-        _EXACT[exact] = hit  # type: ignore[assignment]
-    return hit  # type: ignore[return-value]
+        _EXACT[exact] = hit
+    return hit
 
 
 def fingerprint(sql: str) -> str:
@@ -244,7 +256,7 @@ def _analysis(text: str, key: str) -> Analysis:
     shape = shape_of(key)
     cached = _ANALYSES.get(shape)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     result = analyse(text, key)
     if not result.literal_sensitive:
         _ANALYSES.remember(shape, result)
