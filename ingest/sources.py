@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -30,7 +31,6 @@ DELIVERY_RUNS = 1000  # and among how many of its newest runs
 ACTIVE = (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING)
 
 
-
 def time_zone(zone: str) -> str:
     """A form's time zone field, checked: the zone of the times a log prints without one."""
     try:
@@ -39,7 +39,8 @@ def time_zone(zone: str) -> str:
         raise forms.ValidationError(f"{zone!r} is not a time zone (e.g. UTC, Europe/Berlin).") from None
     return str(zone)
 
-class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
+
+class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in django-stubs, not in Django
     """A file path or glob, or a live mysql.general_log table; uploads are made by uploading."""
 
     class Meta:
@@ -62,8 +63,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
             "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below)",
         }
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         # An upload is made by uploading a file, not by naming one.
         self.fields["kind"].choices = [
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
@@ -184,9 +185,13 @@ def _troubles(source: Source, last_run: IngestRun | None) -> list[health.Trouble
             troubles.append(health.Trouble("unreadable", reason))
     if source.last_error and source.enabled and source.last_error not in " ".join(t.reason for t in troubles):
         troubles.append(health.Trouble("refused", source.last_error))
-    failed = last_run is not None and last_run.status == IngestRun.Status.FAILED
-    if failed and not source.last_error and not last_run.error.startswith("interrupted"):  # type: ignore[union-attr]
-        troubles.append(health.Trouble("failed", f"the last run failed: {last_run.error}"))  # type: ignore[union-attr]
+    if (
+        last_run is not None
+        and last_run.status == IngestRun.Status.FAILED
+        and not source.last_error
+        and not last_run.error.startswith("interrupted")
+    ):
+        troubles.append(health.Trouble("failed", f"the last run failed: {last_run.error}"))
     return troubles
 
 

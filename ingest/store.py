@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from django.db import connection, transaction
@@ -78,7 +79,7 @@ _RECORD_HASH_FIELD = EVENT_COLUMNS.index("record_hash")
 SWITCHES_LOOKED_AT = 200
 
 
-def switched_off_before(condition: dict[str, object]) -> bool:
+def switched_off_before(condition: dict[str, Any]) -> bool:
     """Whether the account or session of `condition` (a FlagCorrection's `if_switched_off`) switched
     one of its log kinds off earlier on the same server, in any source, and did not switch it back
     on since (a switch back on by them is flagged `anti_forensic` too, so it is among the events
@@ -89,7 +90,7 @@ def switched_off_before(condition: dict[str, object]) -> bool:
     rows = Event.objects.filter(who, server=condition["server"], flags__contains=["anti_forensic"])
     if condition.get("at"):
         rows = rows.filter(occurred_at__lte=datetime.fromisoformat(str(condition["at"])))
-    kinds = set(condition["kinds"])  # type: ignore[call-overload]
+    kinds = set(condition["kinds"])
     decided: set[str] = set()
     for sql, row_session in rows.order_by("-occurred_at", "-id").values_list("sql", "session_id")[
         :SWITCHES_LOOKED_AT
@@ -191,10 +192,10 @@ class EventWriter:
             keys = sorted(event_key(t, h) for t, h, f in changed if sources[f] == source_id)
             append_link(source_id=source_id, kind="flags", flag=flag, keys=keys)
 
-    def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
+    def _upsert_sessions(self, sessions: list[tuple[int, *tuple[object, ...]]]) -> None:
         # In the order of their ids: workers storing ranges of one backlog at once upsert some
         # of the same sessions, and rows locked in one order cannot deadlock.
-        sessions = sorted(sessions, key=lambda row: row[0])  # type: ignore[arg-type, return-value]
+        sessions = sorted(sessions, key=lambda row: row[0])
         columns: list[list[object]] = [list(column) for column in zip(*sessions, strict=True)]
         with connection.cursor() as cur:
             cur.execute(_SESSION_UPSERT, columns)
