@@ -23,8 +23,11 @@ from ingest.follow import source_ingest_now
 from ingest.models import IngestRun, Source, SourceFile
 
 
-class _UploadInUploadDir(TemporaryUploadedFile):
-    """A temporary upload in UPLOAD_DIR itself, so that keeping it is a rename."""
+class HashedUpload(TemporaryUploadedFile):
+    """An upload as HashingUploadHandler keeps it: a temporary file in UPLOAD_DIR itself, so that
+    keeping it is a rename (never a copy across filesystems), with the SHA-256 of its bytes."""
+
+    sha256: str
 
     def __init__(
         self, name: str, content_type: str, size: int, charset: str | None, extra: dict[str, bytes] | None
@@ -32,12 +35,6 @@ class _UploadInUploadDir(TemporaryUploadedFile):
         settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
         file = tempfile.NamedTemporaryFile(suffix=".upload", dir=settings.UPLOAD_DIR)  # noqa: SIM115
         UploadedFile.__init__(self, file, name, content_type, size, charset, extra)
-
-
-class HashedUpload(TemporaryUploadedFile):
-    """An upload as HashingUploadHandler keeps it: with the SHA-256 of its bytes as they came."""
-
-    sha256: str
 
 
 # Room for the form's other fields beside the file in a request's declared length.
@@ -75,7 +72,6 @@ class HashingUploadHandler(FileUploadHandler):
         declared = int(self.request.META.get("CONTENT_LENGTH") or 0)  # type: ignore[union-attr]  # Django gives every handler its request
         if declared > settings.MAX_UPLOAD_BYTES + FORM_ROOM:
             self._refuse()
-        settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
         self.sha256 = hashlib.sha256()
         self.file = HashedUpload(file_name, content_type, 0, charset, content_type_extra)
         self.size = 0
