@@ -25,6 +25,7 @@ a Problem. docs/architecture.md, "Percona's CSV over several lines", says why an
 
 from __future__ import annotations
 
+import csv
 import re
 from collections.abc import Iterable, Iterator
 
@@ -54,8 +55,8 @@ _STATEMENT = ("NAME", "RECORD", "TIMESTAMP", "COMMAND_CLASS", "CONNECTION_ID", "
 _CONNECTION = ("NAME", "RECORD", "TIMESTAMP", "CONNECTION_ID", "STATUS", "USER", "PRIV_USER",
                "OS_LOGIN", "PROXY_USER", "HOST", "IP", "DB")  # fmt: skip
 _AUDIT = ("NAME", "RECORD", "TIMESTAMP", "MYSQL_VERSION", "STARTUP_OPTIONS", "OS_VERSION")
-_CONNECTION_NAMES = {b"Connect", b"Quit", b"Change user"}
-_ANY_LENGTH = {b"Audit", b"NoAudit"}
+_CONNECTION_NAMES = {"Connect", "Quit", "Change user"}
+_ANY_LENGTH = {"Audit", "NoAudit"}
 _MIN_FIELDS = 3
 _SERVER_MADE = 3  # NAME, RECORD and TIMESTAMP are the server's own text: never a newline in them
 
@@ -129,12 +130,10 @@ class _Reading:
                 self.state = _QUOTED
                 i += 1
                 continue
-            j = line.find(b",", i)  # a bare value (STATUS, some versions' CONNECTION_ID)
-            value = line[i:j] if j >= 0 else line[i:].rstrip(_TRAILING)
-            if b'"' in value:
-                self.state = _FAILED
-                return
-            fields.append(value)
+            # A bare value (STATUS, some versions' CONNECTION_ID): to the comma, a quote in it
+            # taken as it stands (as the csv module does, which reads one-line records).
+            j = line.find(b",", i)
+            fields.append(line[i:j] if j >= 0 else line[i:].rstrip(_TRAILING))
             if j < 0:
                 self.state = _DONE
                 return
@@ -142,15 +141,46 @@ class _Reading:
 
     def fits(self) -> bool:
         """Whether the values read are a whole record of its NAME's layout."""
-        fields = self.fields
-        if self.state != _DONE or len(fields) < _MIN_FIELDS:
-            return False
-        name = fields[0].strip()
-        return name in _ANY_LENGTH or len(fields) >= len(_layout(name)) - 1
+        return self.state == _DONE and bool(self.fields) and _fits(_text(self.fields[0]), len(self.fields))
 
 
-def _layout(name: bytes) -> tuple[str, ...]:
-    return _CONNECTION if name in _CONNECTION_NAMES else _AUDIT if name == b"Audit" else _STATEMENT
+def _fits(name: str, count: int) -> bool:
+    name = name.strip()
+    return count >= _MIN_FIELDS and (name in _ANY_LENGTH or count >= len(_layout(name)) - 1)
+
+
+def _layout(name: str) -> tuple[str, ...]:
+    return _CONNECTION if name in _CONNECTION_NAMES else _AUDIT if name == "Audit" else _STATEMENT
+
+
+class _OneLine:
+    """The input of one long-lived csv.reader: each line given to `split`, once. (A reader
+    made per line costs more than reading the line.)"""
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+        self.reader = csv.reader(self, doublequote=True, strict=True)
+
+    def __iter__(self) -> _OneLine:
+        return self
+
+    def __next__(self) -> str:
+        text, self.text = self.text, None
+        if text is None:  # the reader asks for more: a quote left open
+            raise StopIteration
+        return text
+
+    def split(self, line: bytes) -> list[str] | None:
+        """The values of a whole one-line record read the server's way, in C: what the doubled
+        reading would find, or None when it needs the careful one (a quote left open, any
+        other quoting, bytes that are no UTF-8, a value over the csv module's 128 KiB)."""
+        try:
+            self.text = line.decode("utf-8").rstrip(" \t\r\n")
+            return next(self.reader)
+        except (csv.Error, StopIteration, UnicodeDecodeError):
+            return None
+        finally:
+            self.text = None
 
 
 def recognise(head: bytes) -> bool:
@@ -168,19 +198,17 @@ def _text(value: bytes) -> str:
     return value.decode("utf-8", "replace")
 
 
-def _record(reading: _Reading, raw: bytes, offset: int, line: int) -> Item:
-    fields = reading.fields
-    name_bytes = fields[0].strip()
-    layout = _layout(name_bytes)
-    name = _text(name_bytes)
-    if not reading.fits():
-        reason = f"{name!r} record with {len(fields)} fields, {len(layout) - 1} or more expected"
+def _record(values: list[str], sql: bytes, backslash: bool, raw: bytes, offset: int, line: int) -> Item:
+    """The record of these values (SQLTEXT given apart, as bytes: `sql`)."""
+    name = values[0].strip()
+    layout = _layout(name)
+    if not _fits(name, len(values)):
+        reason = f"{name!r} record with {len(values)} fields, {len(layout) - 1} or more expected"
         return Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], reason)
-    sql = fields[6] if layout is _STATEMENT and len(fields) > 6 else b""
-    v = {key: _text(value) for key, value in zip(layout, fields, strict=False) if key != "SQLTEXT"}
+    v = dict(zip(layout, values, strict=False))
     extra = {key.lower(): value for key, value in v.items() if value and key not in _USED}
     extra["layout"] = "percona-csv"
-    if reading.backslash:
+    if backslash:
         extra["quoting"] = "backslash"
     user_field = v.get("USER", "").strip()
     split = parse_user_host(user_field)
@@ -201,7 +229,7 @@ def _record(reading: _Reading, raw: bytes, offset: int, line: int) -> Item:
         occurred_at=when,
         connection_id=to_int(v.get("CONNECTION_ID")),
         command=command,
-        argument=sql,  # as the server wrote it (converted to utf8mb4), every byte kept
+        argument=sql if layout is _STATEMENT else b"",  # as written (the server's utf8mb4)
         user=user,
         host=v.get("HOST", "").strip() or host,
         ip=v.get("IP", "").strip() or ip,
@@ -264,9 +292,12 @@ class _Open:
     def item(self) -> Item:
         reading = self.reading()
         assert reading is not None  # (called once it is closed)
-        if reading.state == _FAILED or not reading.fields:
+        fields = reading.fields
+        if reading.state == _FAILED or len(fields) < _MIN_FIELDS:
             return Problem(self.line, self.offset, self.excerpt(), "not a CSV audit record")
-        return _record(reading, self.raw(), self.offset + self.lead, self.line)
+        sql = fields[6] if len(fields) > 6 else b""
+        values = [_text(value) for value in fields]
+        return _record(values, sql, reading.backslash, self.raw(), self.offset + self.lead, self.line)
 
     def problem(self, why: str) -> Problem:
         return Problem(self.line, self.offset, self.excerpt(), why)
@@ -289,6 +320,7 @@ def _parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_lin
        MAX_RECORD_BYTES (the lines up to the next record are then skipped) and at the end.
     """
     offset, number = start_offset, start_line
+    one_line = _OneLine()
     record: _Open | None = None
     skipping = False  # after a record too long to follow: until a line begins a record
     for raw in lines:
@@ -316,6 +348,12 @@ def _parse_audit_csv(lines: Iterable[bytes], *, start_offset: int = 0, start_lin
             continue
         if stripped[:1] != b'"':
             yield Problem(line, here, raw[:PROBLEM_EXCERPT_BYTES], "not a CSV audit record")
+            continue
+        values = one_line.split(stripped)
+        if values is not None and _fits(values[0], len(values)):  # most records: one line, in C
+            sql = values[6].encode("utf-8") if len(values) > 6 else b""  # (the line was UTF-8)
+            lead = len(raw) - len(stripped)
+            yield _record(values, sql, False, raw[lead:].rstrip(b"\r\n"), here + lead, line)
             continue
         record = _Open(raw, stripped, here, line)
         if not record.is_open():

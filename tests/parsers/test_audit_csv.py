@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ingest.parsers import audit_csv
 from ingest.parsers.audit_csv import MAX_RECORD_BYTES, recognise
@@ -150,3 +152,29 @@ def test_a_read_from_any_item_gives_the_same_items_after_it() -> None:
         lines = data[start:].splitlines(keepends=True)
         again = list(audit_csv.parse(lines, start_offset=start, start_line=item.line))
         assert again == items[k:], k
+
+
+ONE_LINE = (
+    b'"Query","5_x","2026-01-05T09:00:05 UTC","select","7",0,"SELECT ""a"", \'b\\\\\' FROM t",' + STATEMENT
+)
+PIECES = [b'"', b'""', b"\\", b'\\"', b",", b"\n", b"\r", b" ", b"\t", b"\x00", b"\xff", b"x", b"\xc3\xa9"]
+
+
+@settings(
+    max_examples=400, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+@given(st.lists(st.tuples(st.integers(0, len(ONE_LINE)), st.sampled_from(PIECES)), max_size=6))
+def test_the_csv_modules_one_line_reading_is_the_doubled_reading(edits: list[tuple[int, bytes]]) -> None:
+    """Most records are read by the csv module on their one line (in C); wherever it reads one,
+    the reading that follows records over lines finds the same values."""
+    line = bytearray(ONE_LINE)
+    for at, piece in edits:
+        line[at:at] = piece
+    line = bytes(line)
+    values = audit_csv._OneLine().split(line)
+    if values is None:
+        return
+    reading = audit_csv._Reading(backslash=False)
+    reading.feed(line)
+    assert reading.state == audit_csv._DONE
+    assert [f.decode("utf-8") for f in reading.fields] == values
