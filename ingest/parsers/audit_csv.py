@@ -243,8 +243,9 @@ _USED = {"NAME", "TIMESTAMP", "CONNECTION_ID", "STATUS", "SQLTEXT", "USER", "HOS
 
 
 class _Open:
-    """A record being read over lines: where it starts, its bytes, and its two readings (the
-    backslash one from the first line on, once the server's own is not enough there)."""
+    """A record the csv module could not read on its one line, read over as many as it takes:
+    where it starts, its bytes, and its readings (the backslash one from the first line on,
+    when the server's own does not hold the record there)."""
 
     __slots__ = ("backslash", "doubled", "head", "lead", "line", "more", "offset", "size")
 
@@ -254,7 +255,7 @@ class _Open:
         self.doubled = _Reading(backslash=False)
         self.doubled.feed(stripped)
         self.backslash: _Reading | None = None
-        if not self.doubled.fits():  # (rarely: the server's own reading is enough for most records)
+        if not self.doubled.fits():  # the server's quoting does not end the record on its line
             self.backslash = _Reading(backslash=True)
             self.backslash.feed(stripped)
 
@@ -287,7 +288,8 @@ class _Open:
         return data.rstrip(b"\r\n")
 
     def excerpt(self) -> bytes:
-        return (self.head + bytes(self.more[:PROBLEM_EXCERPT_BYTES]))[:PROBLEM_EXCERPT_BYTES]
+        head = self.head[:PROBLEM_EXCERPT_BYTES]
+        return (head + bytes(self.more[: PROBLEM_EXCERPT_BYTES - len(head)]))[:PROBLEM_EXCERPT_BYTES]
 
     def item(self) -> Item:
         reading = self.reading()
