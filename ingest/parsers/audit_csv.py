@@ -15,12 +15,13 @@ with its own list):
 
 The server doubles a quote inside a value and escapes nothing else: a backslash is a
 backslash, and a statement's newline stays a newline, so a record goes on over lines while a
-quoted value is open. The 2014 patch that first wrote this layout put a backslash before such
-a quote instead; a record that cannot be read the first way is read that way (and says so in
-extra["quoting"]). Each record is read on its own, so a read that starts at any record's offset
-yields the same records after it. USER is `priv_user[user] @ host [ip]` on statements. What is
-not such a record (a line that begins none, too few fields, a quote that never closes) becomes
-a Problem. docs/architecture.md, "Percona's CSV over several lines", says why and how far.
+quoted value is open. A third-party patch of Percona 5.6.17 (2014: "the 2014 patch" below)
+put a backslash before such a quote instead: a record that cannot be read
+the first way is read that way (and says so in extra["quoting"]). Each record is read on its
+own, so a read that starts at any record's offset yields the same records after it. USER is
+`priv_user[user] @ host [ip]` on statements. What is not such a record (a line that begins
+none, too few fields, a quote that never closes) becomes a Problem. docs/architecture.md,
+"Percona's CSV over several lines", says why and how far.
 """
 
 from __future__ import annotations
