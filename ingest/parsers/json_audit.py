@@ -33,7 +33,7 @@ How it is read:
    one a line that opens with `{` at the column where the open object began does, and
    so does a line that is one whole record of a known layout.
 3. Records map to the general log's vocabulary. Connect / Quit / Change user for
-   connection events (a refused login keeps its error code as status); Query for a
+   connection events (a refused login is `denied`, its code in extra); Query for a
    statement: McAfee records with a `query`, Percona `Query`, Enterprise `general`
    events `status` (written after the statement, with its outcome; the `log` event
    written before it becomes `Query log`, and audit_log_filter's `query_start` /
@@ -55,7 +55,7 @@ from typing import Any
 
 import orjson
 
-from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
+from ingest.parsers.audit_fields import login_status, outcome, parse_time, parse_user_host, to_int
 from ingest.parsers.digits import EPOCH_DIGITS, clock_in
 from ingest.parsers.records import (
     NO_HINTS,
@@ -419,7 +419,7 @@ def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
         host=_text(v.get("host")),
         ip=_text(v.get("ip")),
         database=_text(v.get("db")) or (databases[0] if command == "Init DB" and databases else None),
-        status=status,
+        status=login_status(command, status, extra),
         rows_affected=to_int(_text(v.get("rows"))),
         extra=extra,
     )
@@ -450,7 +450,7 @@ def _percona(r: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord
         host=host,
         ip=ip,
         database=_text(r.get("db")),
-        status=outcome(_text(r.get("status"))),
+        status=login_status(name, outcome(_text(r.get("status"))), extra),
         extra=extra,
     )
 
@@ -583,7 +583,7 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         host=host,
         ip=ip,
         database=database,
-        status=status,
+        status=login_status(command, status, extra),
         extra=extra,
     )
 

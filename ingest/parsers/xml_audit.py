@@ -29,9 +29,9 @@ How it is read:
 
 Records map to the general log's vocabulary: NAME `Connect`, `Quit`, `Query`,
 `Change user` and `Execute` keep their names (a Connect with a non-zero STATUS is a
-refused login: status is the error code); every other NAME (`Audit`, `NoAudit`,
-`Query Start`, `Command Start`, ... of audit_log_filter, which writes several records per
-statement) keeps its own name, so that only `Query` counts as the statement. USER is
+refused login: status `denied`, its code in extra["status"]); every other NAME (`Audit`,
+`NoAudit`, `Query Start`, `Command Start`, ... of audit_log_filter, which writes several
+records per statement) keeps its own name, so that only `Query` counts as the statement. USER is
 either a bare name (Connect records; PRIV_USER is then the account) or
 `priv_user[user] @ host [ip]`. Times name their zone (`UTC`) or are server-local (naive).
 """
@@ -43,7 +43,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
+from ingest.parsers.audit_fields import login_status, outcome, parse_time, parse_user_host, to_int
 from ingest.parsers.digits import clock_in
 from ingest.parsers.records import (
     NO_HINTS,
@@ -372,7 +372,7 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     user, account, host, ip = _who(
         pop("USER", ""), fields.get("PRIV_USER", ""), pop("HOST", ""), pop("IP", "")
     )
-    status = outcome(pop("STATUS", None))  # a refused Connect keeps its code (e.g. 1045)
+    status = outcome(pop("STATUS", None))
     when_text = pop("TIMESTAMP", "")
     connection_id = to_int(pop("CONNECTION_ID", None))
     sql = pop("SQLTEXT", "")
@@ -388,19 +388,20 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     when = parse_time(when_text) if when_text else None
     if when_text and when is None:
         extra["invalid_time"] = when_text
+    command = name if name in _COMMANDS else (name or "Unknown")
     return LogRecord(
         line=line,
         offset=offset,
         raw=raw,
         occurred_at=when,
         connection_id=connection_id,
-        command=name if name in _COMMANDS else (name or "Unknown"),
+        command=command,
         argument=sql.encode("utf-8", "surrogateescape"),
         user=user or None,
         host=host or None,
         ip=ip or None,
         database=database,
-        status=status,
+        status=login_status(command, status, extra),  # a refused login: its code in extra
         extra=extra,
     )
 
