@@ -590,7 +590,7 @@ def resumable(*, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_H
 def parse(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record, banner and problem of a general log, in order. See the module docstring.
+    """Every record, banner and problem of a general log, in order (docs/formats.md, 'general_log').
 
     `hints.last_time`: the time the log printed last before these lines (the file before it
     of a rotated set), carried by records that print none."""

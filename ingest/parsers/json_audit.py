@@ -553,7 +553,7 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
 def parse(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record and problem of a JSON audit log, in order. See the module docstring."""
+    """Every record and problem of a JSON audit log, in order (docs/formats.md, 'json_audit')."""
     scanner = _Scanner(start_offset, start_line)
     yield from checked_integers(scanner.feed(lines))
     yield from checked_integers(scanner.finish())

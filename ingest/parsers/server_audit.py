@@ -272,7 +272,7 @@ def parse(
 def _parse_server_audit(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, year: int | None = None
 ) -> Iterator[Item]:
-    """Every record and problem of a server_audit log, in order. See the module docstring.
+    """Every record and problem of a server_audit log, in order (docs/formats.md, 'server_audit').
 
     1. A line that starts a record (optional syslog prefix, then the header up to the
        operation) is read at once, unless it is a QUERY whose quote does not close on it:

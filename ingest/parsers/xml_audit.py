@@ -378,7 +378,7 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
 def parse(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record and problem of an XML audit log, in order. See the module docstring."""
+    """Every record and problem of an XML audit log, in order (docs/formats.md, 'xml_audit')."""
     scanner = _Scanner(start_offset, start_line)
     yield from checked_integers(scanner.feed(lines))
     yield from checked_integers(scanner.finish())
