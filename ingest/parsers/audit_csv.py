@@ -1,27 +1,9 @@
 """Percona audit_log plugin, `audit_log_format=CSV`. Pure: no Django. Bytes lines in, records out.
 
-Quoted CSV, its fields fixed by the record's NAME (Percona's audit_log.c writes each kind
-with its own list):
-
-    Query, Execute, ...  NAME,RECORD,TIMESTAMP,COMMAND_CLASS,CONNECTION_ID,STATUS,SQLTEXT,USER,
-                         HOST,OS_USER,IP[,DB]
-    Connect, Quit, ...   NAME,RECORD,TIMESTAMP,CONNECTION_ID,STATUS,USER,PRIV_USER,OS_LOGIN,
-                         PROXY_USER,HOST,IP[,DB]
-    Audit                NAME,RECORD,TIMESTAMP,MYSQL_VERSION,STARTUP_OPTIONS,OS_VERSION
-    NoAudit              NAME,RECORD,TIMESTAMP
-
-    "Query","22567_2021-06-30T16:10:09","2021-06-30T16:19:00 UTC","select","2",0,
-    "select count(*) from one","root[root] @ localhost []","localhost","","",""
-
-The server doubles a quote inside a value and escapes nothing else: a backslash is a
-backslash, and a statement's newline stays a newline, so a record goes on over lines while a
-quoted value is open. A third-party patch of Percona 5.6.17 (2014: "the 2014 patch" below)
-put a backslash before such a quote instead: a record that cannot be read
-the first way is read that way (and says so in extra["quoting"]). Each record is read on its
-own, so a read that starts at any record's offset yields the same records after it. USER is
-`priv_user[user] @ host [ip]` on statements. What is not such a record (a line that begins
-none, too few fields, a quote that never closes) becomes a Problem. docs/architecture.md,
-"Percona's CSV over several lines", says why and how far.
+The server doubles a quote and escapes nothing else, so a record goes on over lines while a
+quoted value is open; each record is read on its own, so a read from any record's offset yields
+the same records after it. Layouts: docs/formats.md, 'audit_csv'; the quoting and why:
+docs/architecture.md, "Percona's CSV over several lines".
 """
 
 from __future__ import annotations

@@ -1,53 +1,9 @@
 """Classify a logged SQL string: statement type, tables, destructive, flags, fingerprint.
 
-Pure Python (sqlglot, no Django); never raises on any input.
-
-Decisions other parts rely on:
-
-- **statement_type** is an upper-case verb phrase: the first keyword, or the
-  first two for object statements ("DROP TABLE", "CREATE USER", "ALTER
-  TABLE", "RENAME TABLE", "LOAD DATA", "SET PASSWORD"). Synonyms are folded:
-  SCHEMA -> DATABASE, START TRANSACTION -> BEGIN, DESC -> DESCRIBE, DROP
-  PREPARE -> DEALLOCATE PREPARE, PURGE MASTER LOGS -> PURGE BINARY LOGS,
-  RESET BINARY LOGS AND GTIDS -> RESET MASTER. Statements that run another
-  one take its type (SET STATEMENT ... FOR, EXPLAIN ANALYZE, MariaDB
-  ANALYZE). `TABLE t` and `VALUES ...` are "SELECT". "" for an empty
-  string, "UNKNOWN" (flagged "unparsed") when the first word is no SQL verb.
-- **tables** are "db.table", qualified with the caller's `database` when the
-  statement does not say; unqualified names stay bare when no database is
-  known. Names keep their case (table names are case-sensitive on Linux
-  servers); only information_schema, which the server folds, is lower-cased.
-  Database-wide statements (CREATE/ALTER/DROP DATABASE, GRANT ON db.*) list
-  "db.*" ("*.*" for GRANT ON *.*): a search for a table should also match
-  "<its db>.*". USE lists nothing (see `use_database`). Routines called by
-  CALL are unknown and list nothing.
-- **targets** (beyond the agreed fields) lists the tables the statement
-  writes: for `DELETE t FROM orders t JOIN customers c ...` tables are
-  (shop.customers, shop.orders) and targets (shop.orders,).
-- **flags**: "no_where" (DELETE/UPDATE without WHERE, or with one that is
-  always true: 1=1, 1, TRUE, 'a'='a', id=id, ... OR 1=1; a LIMIT or a join
-  condition does not count as a WHERE), "multi_table", "multi_statement",
-  "unparsed", "truncated", "privilege_change", "anti_forensic", "routine"
-  (CALL, and creating a routine/trigger/event), "destructive_body" (a created
-  routine/trigger/event whose body destroys data), "unclassifiable" (a bug of
-  ours met this statement: it is kept as UNKNOWN rather than raising).
-- **destructive** for several statements in one string is true if any part
-  is; the type is the first destructive part's.
-
-Caching, three levels, each bounded at 50,000 entries:
-
-1. (logged string, database) -> Classification: verbatim repeats cost one
-   dict lookup (strings up to 1 KiB; the dict is emptied when full).
-2. (key, database) -> Classification, where the key is the statement with
-   literals replaced (see lexer): statements differing only in values cost
-   the key computation and a lookup. Keys whose answer depends on literal
-   values (constant WHERE, SET of a logging variable, PREPARE text) are
-   marked and worked out per text.
-3. shape -> Analysis, tables as (db or None, name): sqlglot runs once per
-   statement shape, and each caller's database qualifies the names.
-
-Levels 2 and 3 evict first-in first-out and also cap the characters of their
-keys (16 M each).
+Pure Python (sqlglot, no Django); never raises on any input, since every log line reaches it.
+Three bounded caches (verbatim text, literal-free key, statement shape) keep sqlglot to once a
+shape. The decisions other parts rely on, and the caches: docs/architecture.md, "Classifying a
+statement".
 """
 
 from __future__ import annotations

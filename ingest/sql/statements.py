@@ -1,25 +1,9 @@
 """What one SQL statement does: its type, tables, whether it destroys data, flags.
 
-`analyse(text, key)` looks at a single statement (no top-level `;`) and
-returns an `Analysis` that does not depend on the session's current database:
-tables are `(db or None, name)` pairs that `classify` qualifies later, so one
-analysis serves every session that runs the same statement shape.
-
-How a statement is read:
-
-1. The leading keyword(s) of the key pick a handler.
-2. Data statements (SELECT, INSERT, REPLACE, UPDATE, DELETE, CREATE TABLE/VIEW
-   ... SELECT) are parsed with sqlglot for tables, aliases, CTEs, subqueries and
-   the WHERE clause. Simple ones never reach sqlglot: SELECT without FROM, and
-   INSERT ... VALUES whose table is read with a regex.
-3. Everything else (DDL, SET, GRANT, transaction control, ...) is read by the
-   keyword rules below: sqlglot knows most of it only as an opaque Command.
-4. When sqlglot fails, tables come from a regex over FROM/JOIN/INTO/UPDATE and
-   the analysis is flagged "unparsed": nothing is dropped.
-
-`literal_sensitive` marks analyses that depend on literal values (which the
-key has replaced by `?`): a constant WHERE (`1=1`), SET of a logging variable,
-PREPARE's statement string. The caller must not share those by key.
+`analyse(text, key)` returns an `Analysis` that does not depend on the session's current
+database (tables are `(db or None, name)` pairs), so one analysis serves every session that runs
+the same statement shape; `literal_sensitive` ones must not be shared by key. How a statement is
+read: docs/architecture.md, "Classifying a statement".
 """
 
 from __future__ import annotations
