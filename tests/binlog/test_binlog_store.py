@@ -1,0 +1,188 @@
+"""Binary logs in the store and the API (issue 21, second layer), against the real binlog scene.
+
+The scene's binlogs and general log go through `manage.py ingest` in one command, binlogs
+first and last (any order must do); then every destructive statement of the truth is looked
+up as a stored event, and its `rows_changed`, `/rows/` and `/flashback/` are compared with
+what the server itself returned.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from ingest.models import BinlogChange, BinlogFile, BinlogStatement, BinlogTransaction, Event, Session
+
+SCENE = Path(__file__).resolve().parents[1] / "fixtures" / "binlog_scene"
+TRUTH_FILE = SCENE / "truth.json"
+TRUTH: dict[str, Any] = json.loads(TRUTH_FILE.read_text()) if TRUTH_FILE.exists() else {}
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(not TRUTH, reason="tests/fixtures/binlog_scene has no truth.json: run regenerate.py"),
+]
+SERVER = "scene"
+DESTRUCTIVE = [e for e in TRUTH.get("statements", []) if e["change"]]
+
+
+def _ingest(*names: str) -> str:
+    out = io.StringIO()
+    call_command("ingest", *(str(SCENE / n) for n in names), "--server", SERVER, stdout=out)
+    return out.getvalue()
+
+
+def _scene_in_this_order() -> list[str]:
+    binlogs = TRUTH["files"]["binlog"]
+    # The second binlog before the general log, the others after it: the join must not care.
+    return [binlogs[1], *TRUTH["files"]["general_log"], binlogs[0], binlogs[2]]
+
+
+@pytest.fixture
+def scene() -> None:
+    _ingest(*_scene_in_this_order())
+
+
+def _canon(rows: list[Any]) -> list[str]:
+    return sorted(json.dumps(r, sort_keys=True, ensure_ascii=False) for r in rows)
+
+
+def _event(entry: dict[str, Any]) -> Event:
+    """The stored event of a truth entry: same boot (in order), connection and text, the nth such."""
+    boots = sorted(set(Session.objects.filter(server=SERVER).values_list("boot", flat=True)))
+    same = list(
+        Event.objects.filter(
+            server=SERVER,
+            connection_id=entry["connection_id"],
+            sql=entry["sql"],
+            session__boot=boots[entry["boot"] - 1],
+        ).order_by("id")
+    )
+    earlier = [
+        e
+        for e in TRUTH["statements"]
+        if e["seq"] < entry["seq"]
+        and (e["boot"], e["connection_id"], e["sql"]) == (entry["boot"], entry["connection_id"], entry["sql"])
+    ]
+    return same[len(earlier)]
+
+
+def _all_rows(api_client: Any, event: Event, page_size: int = 1) -> tuple[dict, list[dict]]:
+    """Every row of /rows/, following `next` (pages of one row: the paging is exercised too)."""
+    url: str | None = f"/api/v1/events/{event.pk}/rows/?page_size={page_size}"
+    rows: list[dict] = []
+    first: dict | None = None
+    while url:
+        answer = api_client.get(url)
+        assert answer.status_code == 200, answer.content
+        body = answer.json()
+        first = first or body
+        rows += body["rows"]
+        assert len(body["rows"]) <= page_size
+        url = body["next"]
+    assert first is not None
+    return first, rows
+
+
+def test_binlogs_and_the_general_log_in_one_command_store_each_transaction_once() -> None:
+    out = _ingest(*_scene_in_this_order())
+    assert "binlog transactions stored" in out
+    counts = (BinlogFile.objects.count(), BinlogTransaction.objects.count(), BinlogStatement.objects.count())
+    changes = BinlogChange.objects.count()
+    assert counts[0] == 3 and counts[2] > 0 and changes >= counts[2]
+    assert BinlogFile.objects.filter(boot_started_at__isnull=False).count() == 2  # the start, the restart
+    again = _ingest(*reversed(_scene_in_this_order()))  # again, in the other order: nothing new
+    assert "0 new" in again and "binlog transactions stored" not in again
+    assert (
+        BinlogFile.objects.count(),
+        BinlogTransaction.objects.count(),
+        BinlogStatement.objects.count(),
+    ) == (counts)
+    assert BinlogChange.objects.count() == changes
+    assert not BinlogStatement.objects.filter(confidence="").exists()  # every one joined
+
+
+def test_each_destructive_statement_has_exactly_its_rows_and_confidence(scene: None, api_client: Any) -> None:
+    # One ingest of the scene for all of them (each statement is its own test in test_binlog_scene.py).
+    assert DESTRUCTIVE
+    for entry in DESTRUCTIVE:
+        _check_statement(api_client, entry)
+
+
+def _check_statement(api_client: Any, entry: dict[str, Any]) -> None:
+    event = _event(entry)
+    listed = api_client.get(
+        f"/api/v1/events/?server={SERVER}&connection_id={entry['connection_id']}&page_size=1000"
+    )
+    (shown,) = [e for e in listed.json()["results"] if e["id"] == event.pk]
+    answer, rows = _all_rows(api_client, event)
+    if entry["expect"] == "ambiguous":
+        # One of two that fit equally well: no count as fact, the two row statements shown as such.
+        assert shown["rows_changed"] is None and answer["rows_changed"] is None
+        assert answer["confidence"] == "ambiguous"
+        assert all(event.pk in s["candidates"] for s in answer["statements"])
+        assert len(answer["statements"]) == 2
+        return
+    if entry["expect"] == "unlinked":
+        # A CALL: the general log holds only the CALL; its body's rows stay visible, unlinked.
+        assert shown["rows_changed"] is None
+        assert answer["confidence"] == "unlinked"
+        assert answer["evidence"][0].startswith("routine")
+        assert _canon([r["before"] for r in rows]) == _canon(entry["before"])
+        return
+    assert shown["rows_changed"] == answer["rows_changed"] == entry["rows_affected"] == len(rows)
+    assert answer["confidence"] == entry["expect"]
+    assert answer["evidence"] and answer["count"] == len(rows)
+    assert {r["change"] for r in rows} == {entry["change"]}
+    assert _canon([r["before"] for r in rows if r["before"] is not None]) == _canon(entry["before"])
+    assert _canon([r["after"] for r in rows if r["after"] is not None]) == _canon(entry["after"])
+
+
+def test_the_ambiguous_statements_rows_are_theirs_together(scene: None, api_client: Any) -> None:
+    entries = [e for e in DESTRUCTIVE if e["expect"] == "ambiguous"]
+    _, rows = _all_rows(api_client, _event(entries[0]), page_size=1000)
+    assert _canon([r["before"] for r in rows]) == _canon([r for e in entries for r in e["before"]])
+
+
+def test_a_rolled_back_statement_covered_by_the_binlog_changed_no_rows(scene: None, api_client: Any) -> None:
+    (entry,) = [e for e in TRUTH["statements"] if "rolled back" in e["note"]]
+    event = _event(entry)
+    shown = api_client.get(f"/api/v1/events/{event.pk}/").json()
+    assert shown["rows_changed"] == 0
+    answer = api_client.get(f"/api/v1/events/{event.pk}/rows/").json()
+    assert (answer["rows"], answer["confidence"], answer["next"]) == ([], None, None)
+    assert api_client.get(f"/api/v1/events/{event.pk}/flashback/").status_code == 404
+
+
+def test_flashback_puts_back_a_delete_and_refuses_an_ambiguous_link(scene: None, api_client: Any) -> None:
+    entry = next(e for e in DESTRUCTIVE if e["expect"] == "unique_text_and_time" and e["change"] == "delete")
+    answer = api_client.get(f"/api/v1/events/{_event(entry).pk}/flashback/")
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("text/plain")
+    sql = answer.content.decode()
+    lines = sql.splitlines()
+    assert lines[-1] == "COMMIT;" and "START TRANSACTION;" in lines
+    inserts = [line for line in lines if line.startswith("INSERT INTO ")]
+    assert len(inserts) == entry["rows_affected"]
+    for row in entry["before"]:
+        key = next(iter(row.items()))  # the first column (id or account) with its value
+        assert any(f"{key[1]!r}".strip("'") in line for line in inserts), row
+    ambiguous = next(e for e in DESTRUCTIVE if e["expect"] == "ambiguous")
+    assert api_client.get(f"/api/v1/events/{_event(ambiguous).pk}/flashback/").status_code == 409
+
+
+def test_events_of_a_server_without_binlogs_have_no_rows_changed(api_client: Any) -> None:
+    _ingest(*TRUTH["files"]["general_log"])
+    listed = api_client.get(f"/api/v1/events/?server={SERVER}&destructive=true").json()["results"]
+    assert listed and all(e["rows_changed"] is None for e in listed)
+    assert not BinlogStatement.objects.exists()
+
+
+def test_rows_page_size_is_bounded(scene: None, api_client: Any) -> None:
+    entry = next(e for e in DESTRUCTIVE if e["rows_affected"] == 2 and e["expect"] == "unique_text_and_time")
+    event = _event(entry)
+    body = api_client.get(f"/api/v1/events/{event.pk}/rows/?page_size=999999").json()
+    assert len(body["rows"]) == 2 and body["next"] is None
+    assert api_client.get(f"/api/v1/events/{event.pk}/rows/?page_size=x").status_code == 400
