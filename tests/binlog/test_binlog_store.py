@@ -186,3 +186,24 @@ def test_rows_page_size_is_bounded(scene: None, api_client: Any) -> None:
     body = api_client.get(f"/api/v1/events/{event.pk}/rows/?page_size=999999").json()
     assert len(body["rows"]) == 2 and body["next"] is None
     assert api_client.get(f"/api/v1/events/{event.pk}/rows/?page_size=x").status_code == 400
+
+
+def test_the_export_and_the_alerts_give_the_same_rows_changed_as_the_list(
+    scene: None, api_client: Any
+) -> None:
+    listed = {
+        e["id"]: e["rows_changed"]
+        for e in api_client.get(f"/api/v1/events/?server={SERVER}&destructive=true&page_size=1000").json()[
+            "results"
+        ]
+    }
+    assert {0, 1, 2, None} <= set(listed.values())  # linked, covered with none, candidates only
+    export = api_client.get(f"/api/v1/events/export.ndjson?server={SERVER}&destructive=true")
+    lines = [json.loads(line) for line in b"".join(export.streaming_content).splitlines()]
+    assert {e["id"]: e["rows_changed"] for e in lines} == listed
+    ecs = api_client.get(f"/api/v1/events/export.ndjson?server={SERVER}&destructive=true&schema=ecs")
+    lines = [json.loads(line) for line in b"".join(ecs.streaming_content).splitlines()]
+    assert {int(e["event"]["id"]): e["auditweb"]["rows_changed"] for e in lines} == listed
+    alerts = api_client.get("/api/v1/alerts/?page_size=1000").json()["results"]
+    shown = {a["event"]["id"]: a["event"]["rows_changed"] for a in alerts if a["event"]}
+    assert shown and all(listed[i] == n for i, n in shown.items() if i in listed)
