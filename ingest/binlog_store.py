@@ -193,7 +193,7 @@ def _commit(
                     line=0,  # a binlog has no lines: the offset is the event's byte position
                     offset=p.position,
                     reason=storable(p.reason)[:500],
-                    excerpt=p.excerpt[:PROBLEM_EXCERPT_BYTES],
+                    excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
                 )
                 for p in problems
             ],

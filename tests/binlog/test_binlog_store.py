@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from ingest.models import BinlogChange, BinlogFile, BinlogStatement, BinlogTransaction, Event, Session
+from ingest.models import (
+    BinlogChange,
+    BinlogFile,
+    BinlogStatement,
+    BinlogTransaction,
+    Event,
+    ParseProblem,
+    Session,
+)
 
 SCENE = Path(__file__).resolve().parents[1] / "fixtures" / "binlog_scene"
 TRUTH_FILE = SCENE / "truth.json"
@@ -207,3 +215,23 @@ def test_the_export_and_the_alerts_give_the_same_rows_changed_as_the_list(
     alerts = api_client.get("/api/v1/alerts/?page_size=1000").json()["results"]
     shown = {a["event"]["id"]: a["event"]["rows_changed"] for a in alerts if a["event"]}
     assert shown and all(listed[i] == n for i, n in shown.items() if i in listed)
+
+
+def test_a_binlog_cut_short_keeps_its_whole_transactions_and_the_rest_comes_with_the_next_read(
+    tmp_path: Path,
+) -> None:
+    data = (SCENE / TRUTH["files"]["binlog"][0]).read_bytes()
+    copy = tmp_path / TRUTH["files"]["binlog"][0]  # the same name: a file still being written
+    copy.write_bytes(data[: len(data) * 2 // 3])
+    out = io.StringIO()
+    call_command("ingest", str(copy), "--server", SERVER, stdout=out)
+    assert "1 problems" in out.getvalue() or "2 problems" in out.getvalue()
+    part = BinlogTransaction.objects.count()
+    (problem,) = ParseProblem.objects.filter(source_file__path=str(copy)).values_list("reason", flat=True)[:1]
+    assert "ends inside a transaction" in problem or "truncated" in problem
+    assert part > 0
+    copy.write_bytes(data)  # it grew: read again, only what was missing is stored
+    call_command("ingest", str(copy), "--server", SERVER, stdout=io.StringIO())
+    whole = BinlogTransaction.objects.count()
+    call_command("ingest", str(SCENE / TRUTH["files"]["binlog"][0]), "--server", SERVER, stdout=io.StringIO())
+    assert whole > part and BinlogTransaction.objects.count() == whole  # the original adds nothing
