@@ -185,3 +185,99 @@ def event_flashback(event: Event, statements: Sequence[BinlogStatement]) -> str:
         + "\n"
         + (flashback_sql(reversed(undo), infos))
     )
+
+
+PAGE_ROWS = 100  # rows an event page shows at a time
+CELL_CHARS = 200  # of a value shown in a cell (the API gives it whole)
+
+
+@dataclass(frozen=True)
+class Cell:
+    before: str | None  # None: the image has no before (an insert)
+    after: str | None
+    changed: bool  # an update's value that differs between the images
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Consecutive rows of one table on the page, under one header of its columns."""
+
+    table: str
+    columns: list[str]
+    rows: list[tuple[str, list[Cell]]]  # (change, a cell per column)
+
+
+@dataclass(frozen=True)
+class RowsShown:
+    statements: list[BinlogStatement]
+    confidence: str | None
+    evidence: list[str]
+    rows_changed: int | None
+    segments: list[Segment]
+    page: int
+    pages: int
+    first: int  # 1-based number of the page's first row
+    last: int
+    total: int
+    error: str | None  # the binlog file cannot be read
+
+    @property
+    def sure(self) -> bool:
+        return self.confidence in BinlogStatement.SURE
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    binary = isinstance(value, dict)  # {"base64": ...}
+    text = "base64 " + next(iter(value.values()), "") if binary else str(value)
+    return text if len(text) <= CELL_CHARS else text[:CELL_CHARS] + "…"
+
+
+def _segments(rows: list[dict[str, Any]]) -> list[Segment]:
+    segments: list[Segment] = []
+    for row in rows:
+        before, after = row["before"], row["after"]
+        columns = list((before or after or {}).keys())
+        if not segments or (segments[-1].table, segments[-1].columns) != (row["table"], columns):
+            segments.append(Segment(row["table"], columns, []))
+        cells = [
+            Cell(
+                None if before is None else _shown(before.get(c)),
+                None if after is None else _shown(after.get(c)),
+                before is not None and after is not None and before.get(c) != after.get(c),
+            )
+            for c in columns
+        ]
+        segments[-1].rows.append((row["change"], cells))
+    return segments
+
+
+def rows_shown(event: Event, page: int) -> RowsShown:
+    """What the event page shows of the event's rows: one page of PAGE_ROWS, with the link."""
+    statements = statements_of(event)
+    evidence: list[str] = []
+    for s in statements:
+        evidence += [e for e in s.evidence if e not in evidence]
+    total = sum(s.rows for s in statements)
+    pages = max(1, -(-total // PAGE_ROWS))
+    page = min(max(1, page), pages)
+    error, rows = None, []
+    try:
+        rows = rows_page(statements, offset=(page - 1) * PAGE_ROWS, limit=PAGE_ROWS).rows
+    except RowsUnavailable as e:
+        error = str(e)
+    first = (page - 1) * PAGE_ROWS + 1 if rows else 0
+    return RowsShown(
+        statements=statements,
+        confidence=confidence_of(statements),
+        evidence=evidence,
+        rows_changed=rows_changed_of([event])[event.pk],
+        segments=_segments(rows),
+        page=page,
+        pages=pages,
+        first=first,
+        last=first + len(rows) - 1 if rows else 0,
+        total=total,
+        error=error,
+    )

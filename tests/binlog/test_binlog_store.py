@@ -235,3 +235,64 @@ def test_a_binlog_cut_short_keeps_its_whole_transactions_and_the_rest_comes_with
     whole = BinlogTransaction.objects.count()
     call_command("ingest", str(SCENE / TRUTH["files"]["binlog"][0]), "--server", SERVER, stdout=io.StringIO())
     assert whole > part and BinlogTransaction.objects.count() == whole  # the original adds nothing
+
+
+def test_rows_changed_min_keeps_the_events_that_changed_that_many_rows(scene: None, api_client: Any) -> None:
+    found = api_client.get(f"/api/v1/events/?server={SERVER}&rows_changed_min=2").json()["results"]
+    expected = {_event(e).pk for e in DESTRUCTIVE if e["expect"] not in ("ambiguous", "unlinked")
+                and e["rows_affected"] >= 2}  # fmt: skip
+    assert expected and {e["id"] for e in found} == expected
+    assert all(e["rows_changed"] >= 2 for e in found)
+    assert api_client.get("/api/v1/events/?rows_changed_min=0").status_code == 400
+
+
+def _page(client: Any, event: Event, query: str = "") -> str:
+    answer = client.get(f"/events/{event.pk}/{query}")
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
+def test_the_event_page_shows_an_updates_rows_with_the_changed_cells_marked(
+    scene: None, investigator_client: Any
+) -> None:
+    entry = next(e for e in DESTRUCTIVE if e["change"] == "update" and e["expect"] == "unique_text_and_time")
+    page = _page(investigator_client, _event(entry))
+    section = page[page.index('id="binlog-rows"') : page.index("In the same session")]
+    assert "unique_text_and_time" in section and "Download flashback SQL" in section
+    # The truth holds the rows as the server returned them, before and after, in the same order.
+    changed = sum(
+        1
+        for b, a in zip(entry["before"], entry["after"], strict=True)
+        for column in b
+        if b[column] != a[column]
+    )
+    assert changed and section.count('class="mono changed"') == 2 * changed  # in before and after
+    assert "the only statement with this text at that moment" in section
+
+
+def test_the_event_page_says_ambiguous_rows_are_not_fact_and_offers_no_flashback(
+    scene: None, investigator_client: Any
+) -> None:
+    entry = next(e for e in DESTRUCTIVE if e["expect"] == "ambiguous")
+    section = _page(investigator_client, _event(entry)).split('id="binlog-rows"')[1]
+    assert "ambiguous" in section and "not as fact" in section
+    assert "Download flashback SQL" not in section
+    other = next(e for e in DESTRUCTIVE if e["expect"] == "ambiguous" and e is not entry)
+    assert f'href="/events/{_event(other).pk}/"' in section  # the other candidate, linked
+
+
+def test_the_event_page_pages_the_rows(scene: None, investigator_client: Any, monkeypatch: Any) -> None:
+    monkeypatch.setattr("investigations.query.binlog.PAGE_ROWS", 1)
+    entry = next(e for e in DESTRUCTIVE if e["rows_affected"] == 2 and e["expect"] == "unique_text_and_time")
+    first = _page(investigator_client, _event(entry))
+    second = _page(investigator_client, _event(entry), "?rows_page=2")
+    assert "Rows 1\u20131 of 2" in first and 'rel="next"' in first
+    assert "Rows 2\u20132 of 2" in second and 'rel="prev"' in second
+    assert _page(investigator_client, _event(entry), "?rows_page=x").count("Rows 1\u20131 of 2") == 1
+
+
+def test_the_event_page_of_a_statement_no_binlog_covers_says_so(investigator_client: Any) -> None:
+    _ingest(*TRUTH["files"]["general_log"])
+    event = Event.objects.filter(server=SERVER, destructive=True).first()
+    assert event is not None
+    assert "No binary log AuditWeb holds covers this statement" in _page(investigator_client, event)
