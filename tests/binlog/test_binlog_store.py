@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from ingest.follow import ingest_source
 from ingest.models import (
     BinlogChange,
     BinlogFile,
@@ -24,6 +25,7 @@ from ingest.models import (
     Event,
     ParseProblem,
     Session,
+    Source,
 )
 
 SCENE = Path(__file__).resolve().parents[1] / "fixtures" / "binlog_scene"
@@ -296,3 +298,17 @@ def test_the_event_page_of_a_statement_no_binlog_covers_says_so(investigator_cli
     event = Event.objects.filter(server=SERVER, destructive=True).first()
     assert event is not None
     assert "No binary log AuditWeb holds covers this statement" in _page(investigator_client, event)
+
+
+def test_a_general_log_followed_after_the_binlogs_were_ingested_is_joined_at_its_poll(tmp_path: Path) -> None:
+    _ingest(*TRUTH["files"]["binlog"])
+    assert not BinlogStatement.objects.filter(event_id__isnull=False).exists()  # nothing to link yet
+    log = tmp_path / "general.log"
+    log.write_bytes((SCENE / TRUTH["files"]["general_log"][0]).read_bytes())
+    source = Source.objects.create(
+        name="followed scene", kind=Source.Kind.FILE, path=str(log), server=SERVER, format="general-log"
+    )
+    run = ingest_source(source.pk)
+    assert run is not None and run.events_stored
+    sure = BinlogStatement.objects.filter(confidence__in=BinlogStatement.SURE)
+    assert sure.count() == len([e for e in DESTRUCTIVE if e["expect"] not in ("ambiguous", "unlinked")])
