@@ -312,3 +312,15 @@ def test_a_general_log_followed_after_the_binlogs_were_ingested_is_joined_at_its
     assert run is not None and run.events_stored
     sure = BinlogStatement.objects.filter(confidence__in=BinlogStatement.SURE)
     assert sure.count() == len([e for e in DESTRUCTIVE if e["expect"] not in ("ambiguous", "unlinked")])
+
+
+def test_the_explorer_narrows_to_statements_that_changed_at_least_so_many_rows(
+    scene: None, investigator_client: Any
+) -> None:
+    page = investigator_client.get(f"/events/?server={SERVER}&rows_changed_min=2").content.decode()
+    assert 'name="rows_changed_min"' in page and 'value="2"' in page
+    wanted = {_event(e).pk for e in DESTRUCTIVE if e["expect"] not in ("ambiguous", "unlinked")
+              and e["rows_affected"] >= 2}  # fmt: skip
+    others = {_event(e).pk for e in DESTRUCTIVE} - wanted
+    assert all(f'href="/events/{pk}/"' in page for pk in wanted)
+    assert not any(f'href="/events/{pk}/"' in page for pk in others)
