@@ -1,9 +1,9 @@
 """The join at ingest: each stored binlog row statement tied to the stored event that made it.
 
 A set-wise step after the commit (never per event on the hot path): `join_binlogs(server)`
-takes the server's row statements that are not joined for sure yet (new ones, and those
-ambiguous or unlinked, since a log ingested later may explain them), in windows of time,
-loads the events of the same seconds, and hands both to the pure `ingest.binlog.join.join`.
+takes the server's row statements not joined yet, and those left ambiguous or unlinked where
+events stored since may explain them, in windows of time, loads the events of the same
+seconds, and hands both to the pure `ingest.binlog.join.join`.
 Whatever order the logs and the binlog came in, the last ingest of either joins them. What
 it decided is stored on each `BinlogStatement`: the event with its confidence and evidence,
 the candidates of an ambiguous one (or the CALLs a routine's rows may come from), the reason
@@ -17,27 +17,54 @@ from collections import Counter
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Max, Min, Q
 
 from ingest.binlog.join import Link, LoggedStatement, RowStatement, Unlinked, join, normalise
-from ingest.models import BinlogFile, BinlogStatement, BinlogTransaction, Event
+from ingest.models import BinlogFile, BinlogJoinState, BinlogStatement, BinlogTransaction, Event
 
 PAD = timedelta(seconds=2)  # the join's one second of slack, and one more for a window's edge
 WINDOW_GAP = timedelta(seconds=60)  # statements closer than this are joined in one window
 WINDOW_STATEMENTS = 5000  # at most this many statements to (re)join per window
-TO_JOIN = ["", BinlogStatement.Confidence.AMBIGUOUS, BinlogStatement.Confidence.UNLINKED]
 
 
 def join_binlogs(server: str) -> int:
-    """Join the server's row statements that are not joined for sure. Returns how many row
-    statements were (re)decided (0, at the cost of one indexed query, without binlogs)."""
-    times = list(
-        BinlogStatement.objects.filter(transaction__server=server, confidence__in=TO_JOIN)
-        .order_by("time")
-        .values_list("time", flat=True)
-    )
-    if not times:
+    """Join the server's row statements that are new, and those left unsure (ambiguous, unlinked)
+    whose moments the events stored since the last join reach. Returns how many row statements
+    were (re)decided. A server without binlogs costs one indexed query.
+
+    1. No binlog transaction of the server: nothing to do.
+    2. Under the server's advisory lock (a command and a poll may join at once): the statements
+       never joined, and the unsure ones within the span of the events newer than
+       `BinlogJoinState.events_seen` (found by the events' id index, so a poll's few new events
+       cost little, and rows no log will ever explain, such as replication, are not joined
+       again and again).
+    3. Those statements' moments, in windows; each window joined whole (`_join_window`).
+    """
+    if not BinlogTransaction.objects.filter(server=server).exists():
         return 0
+    with transaction.atomic():
+        with connection.cursor() as c:
+            c.execute("SELECT pg_advisory_xact_lock(hashtext('auditweb binlog join ' || %s))", [server])
+        state, _ = BinlogJoinState.objects.select_for_update().get_or_create(server=server)
+        newest = Event.objects.aggregate(n=Max("id"))["n"] or 0
+        mine = BinlogStatement.objects.filter(transaction__server=server)
+        todo = Q(confidence="")
+        if newest > state.events_seen:
+            span = Event.objects.filter(server=server, id__gt=state.events_seen, id__lte=newest).aggregate(
+                lo=Min("occurred_at"), hi=Max("occurred_at")
+            )
+            if span["lo"] is not None:
+                unsure = [BinlogStatement.Confidence.AMBIGUOUS, BinlogStatement.Confidence.UNLINKED]
+                todo |= Q(confidence__in=unsure, time__range=(span["lo"] - PAD, span["hi"] + PAD))
+        times = list(mine.filter(todo).order_by("time").values_list("time", flat=True))
+        done = _join_times(server, times) if times else 0
+        state.events_seen = max(state.events_seen, newest)
+        state.save(update_fields=["events_seen"])
+    return done
+
+
+def _join_times(server: str, times: list[datetime]) -> int:
     files = BinlogFile.objects.filter(server=server)
     boots = sorted({f.boot_started_at for f in files if f.boot_started_at is not None})
     ids = Counter(f.server_id for f in files)
@@ -148,7 +175,7 @@ def _join_window(
                 for c in calls
                 if routine and c.boot == row.boot and abs(c.time - row.time) <= 1
             ]
-    with transaction.atomic():
+    with transaction.atomic():  # (inside join_binlogs' transaction: a savepoint)
         BinlogStatement.objects.bulk_update(
             statements, ["event_id", "confidence", "evidence", "candidates", "reason"], batch_size=1000
         )

@@ -677,3 +677,14 @@ class BinlogChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.change} {self.rows} rows of {self.table}"
+
+
+class BinlogJoinState(models.Model):
+    """How far the join has looked at a server's events: a later join takes up again only the
+    binlog rows it left unsure whose moments new events reach (ingest.binlog_join)."""
+
+    server = models.CharField(max_length=200, unique=True)
+    events_seen = models.BigIntegerField(default=0, help_text="The highest event id looked at")
+
+    def __str__(self) -> str:
+        return f"{self.server}: joined up to event {self.events_seen}"

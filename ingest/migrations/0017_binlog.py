@@ -1,5 +1,6 @@
-"""Binary logs in the store (issue 21): files, transactions, statements with the join's link, and
-their table changes (row counts and the positions rows are decoded from on demand)."""
+"""Binary logs in the store (issue 21): files, transactions, statements with the join's link, their
+table changes (row counts and the positions rows are decoded from on demand), and how far the
+join has looked at each server's events."""
 
 from __future__ import annotations
 
@@ -15,6 +16,22 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.CreateModel(
+            name="BinlogJoinState",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("server", models.CharField(max_length=200, unique=True)),
+                (
+                    "events_seen",
+                    models.BigIntegerField(default=0, help_text="The highest event id looked at"),
+                ),
+            ],
+        ),
         migrations.CreateModel(
             name="BinlogStatement",
             fields=[

@@ -16,10 +16,12 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from ingest.binlog_join import join_binlogs
 from ingest.follow import ingest_source
 from ingest.models import (
     BinlogChange,
     BinlogFile,
+    BinlogJoinState,
     BinlogStatement,
     BinlogTransaction,
     Event,
@@ -324,3 +326,29 @@ def test_the_explorer_narrows_to_statements_that_changed_at_least_so_many_rows(
     others = {_event(e).pk for e in DESTRUCTIVE} - wanted
     assert all(f'href="/events/{pk}/"' in page for pk in wanted)
     assert not any(f'href="/events/{pk}/"' in page for pk in others)
+
+
+def test_the_join_takes_up_unsure_rows_again_only_where_new_events_reach_them(
+    scene: None, tmp_path: Path
+) -> None:
+    unsure = BinlogStatement.objects.filter(confidence__in=["ambiguous", "unlinked"])
+    before = sorted(unsure.values_list("id", "confidence", "candidates"))
+    assert before
+    assert join_binlogs(SERVER) == 0  # nothing new since the command's join
+    # Another day's statements of the same server: nowhere near the unsure rows' moments.
+    assert "joined" not in _ingest_other(SCENE.parent / "crime_scene" / "mariadb-10.11.19-general.log")
+    assert join_binlogs(SERVER) == 0
+    # A statement in the second of the two identical DELETEs: their rows are looked at again,
+    # and stay as unsure as they were (a SELECT explains no rows).
+    log = tmp_path / "late.log"
+    log.write_bytes(b"Time\t\t    Id Command\tArgument\n261125  1:22:04\t   999 Query\tSELECT 1\n")
+    assert "1 new" in (out := _ingest_other(log)) and "binlog row statements joined" in out
+    assert join_binlogs(SERVER) == 0  # the command joined them already
+    assert sorted(unsure.values_list("id", "confidence", "candidates")) == before
+    assert BinlogJoinState.objects.get(server=SERVER).events_seen == Event.objects.order_by("-id")[0].pk
+
+
+def _ingest_other(path: Path) -> str:
+    out = io.StringIO()
+    call_command("ingest", str(path), "--server", SERVER, stdout=out)
+    return out.getvalue()
