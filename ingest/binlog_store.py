@@ -101,7 +101,9 @@ def ingest_binlog(
     pending: list[Transaction] = []
     problems: list[BinlogProblem] = []
     try:
-        for item in read(stream, path.name):
+        # The server's name for the file: a gzipped copy is the same file (and stored once).
+        name = path.name.removesuffix(".gz") if compressed else path.name
+        for item in read(stream, name):
             if isinstance(item, ScannedFile):
                 binlog = _file_row(source_file, source.server, item)
             elif isinstance(item, Transaction):

@@ -8,6 +8,7 @@ what the server itself returned.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 from pathlib import Path
@@ -352,3 +353,16 @@ def _ingest_other(path: Path) -> str:
     out = io.StringIO()
     call_command("ingest", str(path), "--server", SERVER, stdout=out)
     return out.getvalue()
+
+
+def test_a_gzipped_binlog_is_recognised_stored_and_its_rows_read(tmp_path: Path, api_client: Any) -> None:
+    for name in TRUTH["files"]["binlog"]:
+        (tmp_path / f"{name}.gz").write_bytes(gzip.compress((SCENE / name).read_bytes()))
+    _ingest(*TRUTH["files"]["general_log"])
+    call_command(
+        "ingest", *sorted(str(p) for p in tmp_path.glob("*.gz")), "--server", SERVER, stdout=io.StringIO()
+    )
+    assert BinlogTransaction.objects.count() > 0
+    entry = next(e for e in DESTRUCTIVE if e["expect"] == "unique_text_and_time" and e["change"] == "delete")
+    _, rows = _all_rows(api_client, _event(entry))
+    assert _canon([r["before"] for r in rows]) == _canon(entry["before"])
