@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.decorators import api_view, permission_classes
-from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -194,8 +194,9 @@ def event_rows(request: Request, event_id: int) -> Response:
         "UPDATE sets the before images back by primary key, an INSERT is deleted; newest row first, "
         "in one transaction; generated columns left out where a CREATE TABLE in the logs names "
         "them; tables without a primary key matched on every column with LIMIT 1. Rows changed "
-        "again later are overwritten by it: check them first. 404 when no binlog rows are tied to "
-        "the event, 409 when the link is ambiguous or only a routine's."
+        "again later are overwritten by it: check them first. An event no binlog rows are tied to "
+        "gets a script that changes nothing (it says so); 409 when the link is ambiguous or only a "
+        "routine's."
     ),
 )
 @api_view(["GET"])
@@ -203,10 +204,8 @@ def event_rows(request: Request, event_id: int) -> Response:
 def event_flashback_sql(request: Request, event_id: int) -> HttpResponse:
     event = get_object_or_404(Event, pk=event_id)
     statements = statements_of(event)
-    if not statements:
-        raise NotFound("No binary log rows are tied to this event.")
     confidence = confidence_of(statements)
-    if confidence not in BinlogStatement.SURE:
+    if statements and confidence not in BinlogStatement.SURE:
         raise Conflict(f"The rows are only possibly this event's ({confidence}): no flashback is written.")
     trail.record(request, trail.Action.EXPORT, event=event.pk, server=event.server, what="flashback")
     try:

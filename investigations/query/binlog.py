@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 
 from ingest.binlog.flashback import TableInfo, flashback_sql, table_info
 from ingest.binlog.images import RowImage, row_images, table_of
@@ -175,6 +175,8 @@ def event_flashback(event: Event, statements: Sequence[BinlogStatement]) -> str:
         where = f"{binlog.name} at {s.transaction.start}"
         undo.append((f"{where}: {s.text or event.sql}", rows))
     notes = [f"-- AuditWeb event {event.pk} on server {event.server}".replace("\n", " ")]
+    if not statements:
+        notes.append("-- No binary log rows are tied to this event: there is nothing to undo.")
     notes += [
         f"-- {t}: no CREATE TABLE in the logs, so its generated columns (if any) are not known:"
         " leave them out of the INSERTs before running this"
@@ -255,7 +257,11 @@ def _segments(rows: list[dict[str, Any]]) -> list[Segment]:
 
 def rows_shown(event: Event, page: int) -> RowsShown:
     """What the event page shows of the event's rows: one page of PAGE_ROWS, with the link."""
-    statements = statements_of(event)
+    return statements_shown(statements_of(event), page, rows_changed_of([event])[event.pk])
+
+
+def statements_shown(statements: list[BinlogStatement], page: int, rows_changed: int | None) -> RowsShown:
+    """One page of PAGE_ROWS rows of these row statements, with what the join said of them."""
     evidence: list[str] = []
     for s in statements:
         evidence += [e for e in s.evidence if e not in evidence]
@@ -272,7 +278,7 @@ def rows_shown(event: Event, page: int) -> RowsShown:
         statements=statements,
         confidence=confidence_of(statements),
         evidence=evidence,
-        rows_changed=rows_changed_of([event])[event.pk],
+        rows_changed=rows_changed,
         segments=_segments(rows),
         page=page,
         pages=pages,
@@ -281,3 +287,17 @@ def rows_shown(event: Event, page: int) -> RowsShown:
         total=total,
         error=error,
     )
+
+
+UNEXPLAINED_PAGE = 100
+
+
+def unexplained(server: str | None = None, table: str | None = None) -> QuerySet[BinlogStatement]:
+    """Row statements no logged statement explains (replication, a routine's body, an event
+    scheduler job, a statement the logs lack), newest first: they stay visible."""
+    found = BinlogStatement.objects.filter(confidence=BinlogStatement.Confidence.UNLINKED)
+    if server:
+        found = found.filter(transaction__server=server)
+    if table:
+        found = found.filter(pk__in=BinlogChange.objects.filter(table=table).values("statement_id"))
+    return found.select_related("transaction").prefetch_related("changes").order_by("-time", "-id")

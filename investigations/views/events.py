@@ -36,11 +36,11 @@ SESSION_CONTEXT = 10  # statements shown before and after an event on its page
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     event = _event_for_page(event_id)
     trail.record(request, trail.Action.EVENT_VIEW, event=event.pk, server=event.server)
-    context = _event_context(event, rows_page=_whole_number(request.GET.get("rows_page")))
+    context = _event_context(event, rows_page=whole_number(request.GET.get("rows_page")))
     return render(request, "investigations/event_detail.html", context)
 
 
-def _whole_number(text: str | None) -> int:
+def whole_number(text: str | None) -> int:
     """A page number from the query string (1 when absent or not a number)."""
     return int(text) if text and text.isdigit() and len(text) < 10 else 1
 

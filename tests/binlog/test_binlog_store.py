@@ -167,7 +167,10 @@ def test_a_rolled_back_statement_covered_by_the_binlog_changed_no_rows(scene: No
     assert shown["rows_changed"] == 0
     answer = api_client.get(f"/api/v1/events/{event.pk}/rows/").json()
     assert (answer["rows"], answer["confidence"], answer["next"]) == ([], None, None)
-    assert api_client.get(f"/api/v1/events/{event.pk}/flashback/").status_code == 404
+    flashback = api_client.get(f"/api/v1/events/{event.pk}/flashback/")
+    assert flashback.status_code == 200 and "nothing to undo" in flashback.content.decode()
+    statements = [line for line in flashback.content.decode().splitlines() if not line.startswith("--")]
+    assert statements == ["SET NAMES utf8mb4;", "START TRANSACTION;", "COMMIT;"]
 
 
 def test_flashback_puts_back_a_delete_and_refuses_an_ambiguous_link(scene: None, api_client: Any) -> None:
@@ -366,3 +369,23 @@ def test_a_gzipped_binlog_is_recognised_stored_and_its_rows_read(tmp_path: Path,
     entry = next(e for e in DESTRUCTIVE if e["expect"] == "unique_text_and_time" and e["change"] == "delete")
     _, rows = _all_rows(api_client, _event(entry))
     assert _canon([r["before"] for r in rows]) == _canon(entry["before"])
+
+
+def test_rows_no_statement_explains_stay_visible(scene: None, investigator_client: Any) -> None:
+    (body,) = BinlogStatement.objects.filter(confidence="unlinked")  # the CALL's routine body
+    table = body.changes.get().table
+    history = investigator_client.get(f"/tables/{table}/").content.decode()
+    assert 'id="unexplained-link"' in history
+    listing = investigator_client.get(f"/binlog/unexplained/?server={SERVER}&table={table}").content.decode()
+    assert f'href="/binlog/statements/{body.pk}/"' in listing and "routine" in listing
+    call = next(e for e in DESTRUCTIVE if e["expect"] == "unlinked")
+    assert f'href="/events/{_event(call).pk}/"' in listing  # the CALL it may belong to
+    page = investigator_client.get(f"/binlog/statements/{body.pk}/").content.decode()
+    assert "no statement explains it" in page
+    assert page.count('<tr class="before">') == call["rows_affected"]
+    assert (
+        investigator_client.get("/binlog/unexplained/?server=elsewhere")
+        .content.decode()
+        .count("/binlog/statements/")
+        == 0
+    )
