@@ -22,6 +22,7 @@ from django.db.models import Max, Min, Q
 
 from ingest.binlog.join import Link, LoggedStatement, RowStatement, Unlinked, join, normalise
 from ingest.models import BinlogFile, BinlogJoinState, BinlogStatement, BinlogTransaction, Event
+from ingest.sql import fingerprint
 
 PAD = timedelta(seconds=2)  # the join's one second of slack, and one more for a window's edge
 WINDOW_GAP = timedelta(seconds=60)  # statements closer than this are joined in one window
@@ -129,8 +130,17 @@ def _join_window(
     ]
     first = min([lo, *(s.time for s in statements)]) - PAD
     last = max([hi, *(s.time for s in statements)]) + PAD
+    # Only the events that can be candidates, not a busy server's every SELECT of those seconds:
+    # the same fingerprint as a row statement's text (same text means same fingerprint), a CALL
+    # (a routine's rows), or the connection a row statement without text names.
+    maybe = Q(statement_type="CALL") | Q(
+        fingerprint__in={fingerprint(s.text) for s in statements if s.has_text}
+    )
+    threads = {s.thread_id for s in statements if not s.has_text and s.thread_id is not None}
+    if threads:
+        maybe |= Q(connection_id__in=threads)
     events = (
-        Event.objects.filter(server=server, occurred_at__range=(first, last))
+        Event.objects.filter(maybe, server=server, occurred_at__range=(first, last))
         .exclude(sql="")
         .order_by("id")
         .values_list("id", "occurred_at", "connection_id", "sql", "session_id", "session__boot")

@@ -42,7 +42,7 @@ def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
 
 def whole_number(text: str | None) -> int:
     """A page number from the query string (1 when absent or not a number)."""
-    return int(text) if text and text.isdigit() and len(text) < 10 else 1
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) < 10 else 1
 
 
 @require_POST
