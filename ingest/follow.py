@@ -22,6 +22,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from ingest.batch import Batch, ResumePoint
+from ingest.binlog_join import join_binlogs
 from ingest.checkpoints import (
     Plan,
     Read,
@@ -74,6 +75,7 @@ def ingest_source(
        committing every batch of events with the file's new resume point and the source's
        tracker state in one transaction. Tables: pull from the watermark (ingest_table).
     3. Record when the source was polled, when data last came, and why it could not be read.
+    4. New events: join the server's binlog rows not joined for sure yet (ingest.binlog_join).
 
     With `dispatch` (a function that queues the reading of a range: the Celery task), a big
     backlog of a file source is shared out between workers instead (ingest.split); while that
@@ -97,6 +99,8 @@ def ingest_source(
         finally:
             Source.objects.filter(pk=source.pk).update(last_polled_at=timezone.now())
             check_sources_health([Source.objects.get(pk=source.pk)])  # a run may fail, or heal it
+    if run is not None and run.events_stored:
+        join_binlogs(source.server)  # new statements may explain binlog rows stored before them
     return run
 
 

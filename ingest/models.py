@@ -8,7 +8,7 @@ Session and Event hold what the logs say. Event is a time-partitioned table
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import BrinIndex
+from django.contrib.postgres.indexes import BrinIndex, GinIndex
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -549,3 +549,142 @@ class CustodyLink(models.Model):
 
     def __str__(self) -> str:
         return f"custody link {self.seq} of source {self.source_id} ({self.kind})"
+
+
+# -- binary logs (issue 21): what the metadata pass found, and the join's links ------------------
+
+
+class BinlogFile(models.Model):
+    """What one stored binary log file says about itself (its format description).
+
+    `boot_started_at` is set on the first file after a server start (its format description's
+    creation time): later files of the same server belong to that boot until the next one."""
+
+    source_file = models.OneToOneField(SourceFile, on_delete=models.CASCADE, related_name="binlog")
+    server = models.CharField(max_length=200)
+    name = models.CharField(max_length=200, help_text="File name as the server wrote it (mariadb-bin.000001)")
+    server_version = models.CharField(max_length=100)
+    server_id = models.BigIntegerField()
+    boot_started_at = models.DateTimeField(null=True)
+    # The span of its transactions: the events in it are covered by a binary log (rows_changed 0, not null).
+    first_time = models.DateTimeField(null=True)
+    last_time = models.DateTimeField(null=True)
+
+    class Meta:
+        indexes = [
+            # Coverage of an API page's events, and the boots of a server: by server and time.
+            models.Index(fields=["server", "first_time"], name="binlog_file_span"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server}: {self.name}"
+
+
+class BinlogTransaction(models.Model):
+    """One transaction of a binary log (a GTID group, or BEGIN ... COMMIT, or a DDL)."""
+
+    file = models.ForeignKey(BinlogFile, on_delete=models.CASCADE, related_name="transactions")
+    server = models.CharField(max_length=200)
+    file_name = models.CharField(max_length=200)  # the file's name, kept here for uniqueness
+    start = models.BigIntegerField(help_text="Byte position of its first event")
+    end = models.BigIntegerField(help_text="Byte position just after its last event")
+    gtid = models.CharField(max_length=100, null=True)
+    server_id = models.BigIntegerField()
+    thread_id = models.BigIntegerField(null=True, help_text="MySQL's BEGIN, MariaDB 11.5+ GTID")
+    commit_time = models.DateTimeField()
+    ended_by = models.CharField(max_length=12)
+    rows = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            # Exactly once: a file ingested again (or a copy of it) stores nothing new. The commit
+            # time tells apart files of the same name after a RESET MASTER.
+            models.UniqueConstraint(
+                fields=["server", "file_name", "start", "commit_time"], name="binlog_transaction_once"
+            ),
+        ]
+        indexes = [
+            # The join's windows: a server's transactions by time.
+            models.Index(fields=["server", "commit_time"], name="binlog_tx_server_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.server}: {self.file_name}:{self.start}"
+
+
+class BinlogStatement(models.Model):
+    """One statement of a transaction that changed rows, and the join's answer for it: the event
+    that made it (`event_id`) with `confidence` and `evidence`, or its `candidates` (ambiguous,
+    or the CALLs a routine's rows may belong to), or why nothing explains it (`reason`)."""
+
+    class Confidence(models.TextChoices):
+        PENDING = "", "not joined yet"
+        THREAD_ID = "thread_id", "the binlog names the statement's connection"
+        UNIQUE = "unique_text_and_time", "the only statement with this text at that moment"
+        ORDERED = "ordered_assignment", "the only assignment that keeps each connection's order"
+        AMBIGUOUS = "ambiguous", "several statements fit equally well"
+        UNLINKED = "unlinked", "no logged statement explains it"
+
+    SURE = (Confidence.THREAD_ID, Confidence.UNIQUE, Confidence.ORDERED)
+
+    transaction = models.ForeignKey(BinlogTransaction, on_delete=models.CASCADE, related_name="statements")
+    index = models.IntegerField(help_text="Its place in the transaction (0, 1, ...)")
+    time = models.DateTimeField(help_text="When it began, to the second (server clock)")
+    text = models.TextField(blank=True, help_text="The annotate rows text; empty when the binlog has none")
+    has_text = models.BooleanField(default=False)
+    text_length = models.IntegerField(default=0)
+    thread_id = models.BigIntegerField(null=True)
+    rows = models.BigIntegerField(default=0)
+    event_id = models.BigIntegerField(null=True)  # not a key: events are partitioned (see Event)
+    confidence = models.CharField(max_length=24, choices=Confidence.choices, blank=True, default="")
+    evidence = models.JSONField(default=list, blank=True)
+    candidates = ArrayField(models.BigIntegerField(), default=list, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["transaction", "index"], name="binlog_statement_once"),
+        ]
+        indexes = [
+            # rows_changed and /rows/ of an event linked for sure.
+            models.Index(
+                fields=["event_id"], name="binlog_stmt_event", condition=models.Q(event_id__isnull=False)
+            ),
+            # The same for an event that is one of several candidates.
+            GinIndex(fields=["candidates"], name="binlog_stmt_candidates"),
+            # The join's work: statements not joined yet, or not for sure (a log may come later).
+            models.Index(
+                fields=["time"],
+                name="binlog_stmt_to_join",
+                condition=models.Q(confidence__in=["", "ambiguous", "unlinked"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"statement {self.index} of {self.transaction}"
+
+
+class BinlogChange(models.Model):
+    """The rows one statement changed in one table, of one kind: the count, and where the rows
+    events are (decoded on demand: ingest.binlog.images)."""
+
+    statement = models.ForeignKey(BinlogStatement, on_delete=models.CASCADE, related_name="changes")
+    table = models.CharField(max_length=400)  # db.tbl
+    change = models.CharField(max_length=6)  # insert, update, delete
+    rows = models.BigIntegerField()
+    table_map_position = models.BigIntegerField()
+    positions = ArrayField(models.BigIntegerField())
+
+    def __str__(self) -> str:
+        return f"{self.change} {self.rows} rows of {self.table}"
+
+
+class BinlogJoinState(models.Model):
+    """How far the join has looked at a server's events: a later join takes up again only the
+    binlog rows it left unsure whose moments new events reach (ingest.binlog_join)."""
+
+    server = models.CharField(max_length=200, unique=True)
+    events_seen = models.BigIntegerField(default=0, help_text="The highest event id looked at")
+
+    def __str__(self) -> str:
+        return f"{self.server}: joined up to event {self.events_seen}"

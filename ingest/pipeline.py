@@ -19,13 +19,14 @@ from django.conf import settings
 from django.db import transaction
 
 from ingest.batch import Batch
+from ingest.binlog_store import ingest_binlog
 from ingest.commit import commit_batch
 from ingest.custody import chain_file_hash
 from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.models import IngestRun, Source, SourceFile
 from ingest.mysql_table import Puller
 from ingest.normalize import GapFinder, SessionTracker, classify_events
-from ingest.parsers import by_name
+from ingest.parsers import by_name, reads_bytes
 from ingest.parsers.detect import detect_format
 from ingest.parsers.records import Hints, Problem
 from ingest.rows import RowFormatter
@@ -78,7 +79,8 @@ def ingest_file(
     gap_finder: GapFinder | None = None,
     progress: Progress | None = None,
 ) -> IngestRun:
-    """Read one log file to its end into the store. Returns the finished run.
+    """Read one log file to its end into the store. Returns the finished run. A binary log (a
+    binary format of the registry) goes to `ingest.binlog_store.ingest_binlog` instead.
 
     1. Record the file (path, size, hash of its head) before parsing anything.
     2. Read it as a followed file is read (ingest.tail), from offset 0 to its end, in a stream:
@@ -92,7 +94,18 @@ def ingest_file(
     excerpts = is_log(opened.head)
     if fmt == "auto":
         fmt = detect_format(opened.head)
-    by_name(fmt)  # ValueError naming the formats there are
+    if reads_bytes(by_name(fmt)):  # ValueError naming the formats there are, for an unknown one
+        opened.lines.close()
+        opened.reader.close()
+        return ingest_binlog(
+            path,
+            source=source,
+            fmt=fmt,
+            head_sha256=opened.head_sha256,
+            size=opened.size,
+            compressed=opened.compressed,
+            progress=progress,
+        )
     source_file, _ = SourceFile.objects.get_or_create(
         source=source,
         path=str(path.resolve()),

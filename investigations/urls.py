@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path, register_converter
 
 from investigations.views import (
+    binlog,
     cases,
     dashboard,
     digest,
@@ -56,6 +57,8 @@ urlpatterns = [
     path("events/<int:event_id>/raw/", events.event_raw, name="event-raw"),
     path("sessions/", sessions.session_list, name="sessions"),
     path("sessions/<int:session_id>/", sessions.session_detail, name="session-detail"),
+    path("binlog/unexplained/", binlog.binlog_unexplained, name="binlog-unexplained"),
+    path("binlog/statements/<int:statement_id>/", binlog.binlog_statement, name="binlog-statement"),
     path("tables/", tables.table_list, name="tables"),
     path("tables/<table:name>/", tables.table_detail, name="table-detail"),
     path("sources/", sources.source_list, name="sources"),

@@ -3,18 +3,22 @@ a sample of each audit format), mutated by Hypothesis with a fixed seed and a bo
 go through the pure part of the ingest pipeline (parser, session tracker, classifier) as the
 parsing process runs it. Nothing may raise, and every line is accounted for: inside a
 record's raw bytes, or at or after a Problem that no record follows before it (blank lines
-and the XML envelope aside, which are no data)."""
+and the XML envelope aside, which are no data). A binary format (the binlog) has no lines: its
+mutated files must give only its own items (file, transactions, problems), never an exception."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ingest.binlog.metadata import BinlogFile, Transaction
+from ingest.binlog.reader import BinlogProblem
 from ingest.normalize import SessionTracker, classify_events
-from ingest.parsers import NAMES, by_name, xml_audit
+from ingest.parsers import NAMES, binary_reader, by_name, xml_audit
 from ingest.parsers.records import Hints, LogRecord, Problem, ServerStart
 from ingest.sql import classify
 
@@ -27,6 +31,9 @@ def _fixture(*names: str) -> list[bytes]:
 
 
 SAMPLES: dict[str, list[bytes]] = {
+    "binlog": _fixture(
+        "binlog_scene/mariadb-10.11.19-mariadb-bin.000001", "binlog_scene/mariadb-10.11.19-mariadb-bin.000003"
+    ),
     "general-log": _fixture(
         "genlog/mariadb-10.11.19-scenario.log", "crime_scene/mariadb-10.11.19-general.log"
     ),
@@ -108,6 +115,11 @@ def _no_data(line: bytes) -> bool:
 
 
 def check(fmt: str, data: bytes) -> None:
+    read = binary_reader(by_name(fmt))
+    if read is not None:
+        got = list(read(io.BytesIO(data), "fuzz"))
+        assert all(isinstance(i, BinlogFile | Transaction | BinlogProblem) for i in got), fmt
+        return
     tracker = SessionTracker("fuzz")
     items = list(by_name(fmt).parse(lines_of(data), hints=HINTS))
     list(classify_events(tracker.process(iter(items)), tracker.routines))

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from ingest.binlog.metadata import TableChange
 from ingest.binlog.reader import BinlogError, Format, read_event_at, read_format
-from ingest.binlog.rows import Value, decode_rows, json_value
+from ingest.binlog.rows import Value, count_rows, decode_rows, json_value, read_header, widths
 from ingest.binlog.schema import TableSchema
 from ingest.binlog.tables import TableDef, decode_table_map
 
@@ -63,17 +63,32 @@ def table_of(stream: BinaryIO, change: TableChange, fmt: Format | None = None) -
 
 
 def row_images(
-    stream: BinaryIO, change: TableChange, *, schema: TableSchema | None = None, fmt: Format | None = None
+    stream: BinaryIO,
+    change: TableChange,
+    *,
+    schema: TableSchema | None = None,
+    fmt: Format | None = None,
+    skip: int = 0,
 ) -> Iterator[RowImage]:
-    """The rows of `change`, in the order the server changed them."""
+    """The rows of `change`, in the order the server changed them, after the first `skip` (a
+    page further on: whole rows events before it are counted, not decoded)."""
     fmt = fmt or read_format(stream)
     table = named_table(table_of(stream, change, fmt), schema)
     names = [c.name or f"@{c.index + 1}" for c in table.columns]
+    value_widths = widths(table) if skip else ()
     for position in change.positions:
         event = read_event_at(stream, position, fmt)
         if event.type not in (23, 24, 25, 30, 31, 32, 39):
             raise BinlogError(f"no rows event at {position}")
+        if skip:
+            n = count_rows(event.body, read_header(event, fmt), value_widths)
+            if n <= skip:
+                skip -= n
+                continue
         for before, after, in_before, in_after in decode_rows(event, fmt, table):
+            if skip:
+                skip -= 1
+                continue
             yield RowImage(
                 table.name,
                 change.change,

@@ -2,7 +2,9 @@
 
 Each module in FORMATS exports `NAME` (its --format name), `LABEL`, `recognise(head)`,
 `parse(lines, *, start_offset, start_line, hints)` and `time_digits(head)`; a format whose
-parser can say where to resume (the general log) also exports `resumable(...)`. Everything
+parser can say where to resume (the general log) also exports `resumable(...)`. A binary
+format (the binlog) has no lines: it exports `read(stream, name)` instead of `parse`, and
+`reads_bytes(fmt)` says which kind a format is. Everything
 else (the ingest command, the Source model's choices, the upload form, the readers of
 followed files) asks this module. docs/architecture.md, "Adding a format", says more.
 """
@@ -10,10 +12,11 @@ followed files) asks this module. docs/architecture.md, "Adding a format", says 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, cast
+from typing import BinaryIO, Protocol, cast
 
 from ingest.parsers import (
     audit_csv,
+    binlog,
     general_log,
     general_log_csv,
     general_log_tsv,
@@ -28,9 +31,11 @@ __all__ = [
     "FORMATS",
     "NAMES",
     "LogFormat",
+    "binary_reader",
     "by_name",
     "format_choices",
     "open_parser",
+    "reads_bytes",
     "waits_for_next_line",
 ]
 
@@ -48,7 +53,8 @@ class LogFormat(Protocol):
     def parse(
         self, lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
     ) -> Iterator[Item]:
-        """Every record, banner and problem of these lines, in order; never raises on bad bytes."""
+        """Every record, banner and problem of these lines, in order; never raises on bad bytes.
+        (A binary format exports `read(stream, name)` instead: see `reads_bytes`.)"""
         ...
 
     def time_digits(self, head: bytes) -> int | None:
@@ -59,8 +65,10 @@ class LogFormat(Protocol):
 # Tried in this order by detect_format: the layouts with the most distinctive shape first, so
 # that a looser test never claims a file another one knows (a JSON or XML audit log, then the
 # quoted CSV layouts, the tab-separated export, server_audit's comma lines, and last the
-# general log, whose test looks for any line of its several layouts).
+# general log, whose test looks for any line of its several layouts). The binlog's magic bytes
+# are the most distinctive of all.
 FORMATS: tuple[LogFormat, ...] = (
+    binlog,
     json_audit,
     xml_audit,
     audit_csv,
@@ -114,11 +122,25 @@ def _resumable(fmt: LogFormat) -> Callable[..., Resumable] | None:
     return cast(Callable[..., Resumable] | None, getattr(fmt, "resumable", None))
 
 
+def binary_reader(fmt: LogFormat) -> Callable[[BinaryIO, str], Iterator[object]] | None:
+    """A binary format's `read(stream, name)` (None for a line format)."""
+    return cast(Callable[[BinaryIO, str], Iterator[object]] | None, getattr(fmt, "read", None))
+
+
+def reads_bytes(fmt: LogFormat) -> bool:
+    """Whether `fmt` is a binary format (a `read(stream, name)`, no lines to parse): its files go
+    to `ingest.binlog_store`, not to the line readers."""
+    return binary_reader(fmt) is not None
+
+
 def open_parser(
     fmt: LogFormat, *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Resumable:
     """A parser of `fmt` to feed lines read from a resume point: the format's own resumable one
-    when it has one, else its `parse` (whose resume point is then always None)."""
+    when it has one, else its `parse` (whose resume point is then always None). ValueError for
+    a binary format: it has no lines (following one is not built yet; `ingest` reads it whole)."""
+    if reads_bytes(fmt):
+        raise ValueError(f"{fmt.LABEL} files have no lines: they are read whole by `manage.py ingest`")
     make = _resumable(fmt)
     if make is not None:
         return make(start_offset=start_offset, start_line=start_line, hints=hints)

@@ -3,9 +3,11 @@ event's output shape every other answer that shows an event reuses (DRF only at 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextlib import nullcontext
 from datetime import UTC, datetime
 
+from django.db.models import Manager
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, extend_schema_field
@@ -25,6 +27,7 @@ from investigations.api.params import (
     page_size,
     sort_parameter,
 )
+from investigations.query.binlog import rows_changed_of
 from investigations.query.export import export_lines
 from investigations.query.filters import DEFAULT_SORT, filter_events
 from investigations.query.limits import TooSlow, time_limit
@@ -54,6 +57,15 @@ class UtcDateTimeField(serializers.DateTimeField):
         return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%fZ")  # (%Y drops the zeros of 255)
 
 
+class EventListSerializer(serializers.ListSerializer):
+    """A list of events: their `rows_changed` looked up for the whole list at once."""
+
+    def to_representation(self, data: Iterable[Event] | Manager[Event]) -> list:
+        events = list(data.all() if isinstance(data, Manager) else data)
+        self.context["rows_changed"] = rows_changed_of(events)
+        return super().to_representation(events)
+
+
 class EventSerializer(serializers.ModelSerializer):
     occurred_at = UtcDateTimeField(
         read_only=True, allow_null=True, help_text="UTC, microseconds; null when the log gave no usable time"
@@ -69,14 +81,26 @@ class EventSerializer(serializers.ModelSerializer):
     )
     sql = serializers.SerializerMethodField()
     sql_length = serializers.SerializerMethodField()
+    rows_changed = serializers.SerializerMethodField()
 
     class Meta:
         model = Event
+        list_serializer_class = EventListSerializer
         fields = [
             "id", "occurred_at", "server", "session", "user", "host", "ip", "connection_id", "database",
             "command", "statement_type", "tables", "destructive", "flags", "sql", "sql_length", "fingerprint",
-            "rows_affected", "status", "source", "client", "attribution", "definer",
+            "rows_affected", "status", "source", "client", "attribution", "definer", "rows_changed",
         ]  # fmt: skip
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_rows_changed(self, event: Event) -> int | None:
+        """Rows the event's binlog transaction changed (GET /api/v1/events/<id>/rows/ shows them);
+        0 when a binary log covers its time and none of its rows are the event's; null where no
+        binary log covers it, or where the event is only one of several that may have made them."""
+        known = self.context.get("rows_changed")
+        if known is None or event.pk not in known:
+            return rows_changed_of([event])[event.pk]
+        return known[event.pk]
 
     def get_sql(self, event: Event) -> str:
         """The statement, its first SHOWN_MAX_BYTES characters (`sql_length` says how many it has;

@@ -22,7 +22,7 @@ _EVENT_EXAMPLES = {"table": "shop.orders", "statement_type": "DELETE", "since": 
                    "until": "2026-01-06T00:00:00Z", "user": "alice", "host": "10.0.0.7", "server": "db1",
                    "database": "shop", "destructive": True, "flag": "no_where", "connection_id": 31,
                    "session": "db1/before-2026-01-05T09:00:00/31", "q": "orders",
-                   "sort": "-server",
+                   "sort": "-server", "rows_changed_min": 100,
                    "fingerprint": "0x1C6B3F0A8E7D5C42"}  # fmt: skip
 
 

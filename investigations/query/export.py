@@ -14,7 +14,7 @@ from psycopg.abc import Buffer
 from psycopg.pq import TransactionStatus
 from psycopg.sql import SQL
 
-from ingest.models import Event
+from ingest.models import BinlogFile, Event
 from investigations.reports.text import FORMULA_STARTS
 
 ECS_VERSION = "8.11.0"
@@ -66,18 +66,43 @@ _SESSION = "COALESCE(s.key_json, 'null')"
 _ATTRIBUTION = _str("NULLIF(e.attribution, '')")  # "": stored before attribution was recorded
 _CLIENT = """COALESCE(s.client_json, '{"program":null,"os_user":null}')"""
 
-# One event as /api/v1/events/ shows it (investigations.api.events.EventSerializer), in its order.
-PLAIN = _obj(
-    ("id", _num("e.id")), ("occurred_at", _TIME), ("server", _str("e.server")), ("session", _SESSION),
-    ("user", _str('e."user"')), ("host", _str("e.host")), ("ip", _str("e.ip")),
-    ("connection_id", _num("e.connection_id")), ("database", _str("e.database")),
-    ("command", _str("e.command")), ("statement_type", _str("e.statement_type")),
-    ("tables", _ARRAY.format("e.tables")), ("destructive", _BOOL.format("e.destructive")),
-    ("flags", _ARRAY.format("e.flags")), ("sql", _str("e.sql")), ("sql_length", _num("char_length(e.sql)")),
-    ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
-    ("status", _str("e.status")),
-    ("source", _SOURCE), ("client", _CLIENT), ("attribution", _ATTRIBUTION), ("definer", _str("e.definer")),
-)  # fmt: skip
+# `rows_changed` as investigations.query.binlog.rows_changed_of decides it, for each event: the rows of
+# the binlog statements linked to it; null where it is only a candidate; 0 where a binlog file of
+# its server spans its time; else null. Used only when binlogs are stored (`binlogs_stored`): the
+# three index probes an event would otherwise cost an export of millions for nothing.
+ROWS_CHANGED = """COALESCE(
+    (SELECT sum(b.rows)::text FROM ingest_binlogstatement b WHERE b.event_id = e.id),
+    CASE WHEN e.occurred_at IS NULL
+            OR EXISTS (SELECT 1 FROM ingest_binlogstatement b WHERE b.candidates @> ARRAY[e.id]::bigint[])
+        THEN 'null'
+        WHEN EXISTS (SELECT 1 FROM ingest_binlogfile bf WHERE bf.server = e.server
+            AND bf.first_time <= e.occurred_at AND e.occurred_at < bf.last_time + interval '1 second')
+        THEN '0'
+        ELSE 'null' END)"""
+NO_ROWS_CHANGED = "'null'"
+
+
+def binlogs_stored() -> bool:
+    return BinlogFile.objects.exists()
+
+
+def plain(binlogs: bool) -> str:
+    """SQL for one event's JSON line as /api/v1/events/ shows it (EventSerializer, its order)."""
+    rows_changed = ROWS_CHANGED if binlogs else NO_ROWS_CHANGED
+    return _obj(
+        ("id", _num("e.id")), ("occurred_at", _TIME), ("server", _str("e.server")), ("session", _SESSION),
+        ("user", _str('e."user"')), ("host", _str("e.host")), ("ip", _str("e.ip")),
+        ("connection_id", _num("e.connection_id")), ("database", _str("e.database")),
+        ("command", _str("e.command")), ("statement_type", _str("e.statement_type")),
+        ("tables", _ARRAY.format("e.tables")), ("destructive", _BOOL.format("e.destructive")),
+        ("flags", _ARRAY.format("e.flags")), ("sql", _str("e.sql")),
+        ("sql_length", _num("char_length(e.sql)")),
+        ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
+        ("status", _str("e.status")),
+        ("source", _SOURCE), ("client", _CLIENT), ("attribution", _ATTRIBUTION),
+        ("definer", _str("e.definer")), ("rows_changed", rows_changed),
+    )  # fmt: skip
+
 
 # The same event in Elastic Common Schema names (README "ECS field names" lists the mapping);
 # what ECS has no field for stays under `auditweb`, named as /api/v1/events/ names it. An empty
@@ -85,6 +110,7 @@ PLAIN = _obj(
 ECS_AUDITWEB_FIELDS = (
     "session", "connection_id", "database", "command", "statement_type", "tables", "destructive",
     "flags", "fingerprint", "rows_affected", "status", "source", "client", "attribution", "definer",
+    "rows_changed",
 )  # fmt: skip
 _NAMED = """'{"name":' || to_json(e."user")::text || '}'"""
 # `client`: address, ip and user, each only when known.
@@ -103,35 +129,41 @@ _TAGS = """CASE WHEN cardinality(e.flags) < 2 THEN COALESCE(array_to_json(e.flag
     ELSE array_to_json(auditweb_sorted_flags(e.flags))::text END"""
 _OUTCOME = """CASE WHEN e.status IS NULL THEN '"unknown"' WHEN e.status = 'ok' THEN '"success"'
     ELSE '"failure"' END"""
-ECS = _obj(
-    ("@timestamp", _TIME),
-    ("ecs", _const('{"version":"' + ECS_VERSION + '"}')),
-    ("message", _str("e.sql")),
-    ("event", _obj(
-        ("kind", _const('"event"')), ("category", _const('["database"]')),
-        ("type", """CASE WHEN e.destructive THEN '["change"]' ELSE '["access"]' END"""),
-        ("action", _str("COALESCE(NULLIF(e.statement_type, ''), e.command)")),
-        ("outcome", _OUTCOME), ("id", "'\"' || e.id || '\"'"), ("dataset", _const('"auditweb.events"')),
-    )),
-    ("service", _obj(("type", _const('"mysql"')), ("name", _str("e.server")))),
-    ("user", f"""CASE WHEN e."user" <> '' THEN {_NAMED} ELSE '{{}}' END"""),
-    ("client", _CLIENT_ECS),
-    ("related", _obj(
-        ("user", """CASE WHEN e."user" <> '' THEN '[' || to_json(e."user")::text || ']' ELSE '[]' END"""),
-        ("ip", """CASE WHEN e.ip <> '' THEN '[' || to_json(e.ip)::text || ']' ELSE '[]' END"""),
-    )),
-    ("log", _obj(("file", _obj(("path", _FILE))), ("offset", _num("e.byte_offset")))),
-    ("tags", _TAGS),
-    ("auditweb", _obj(
-        ("session", _SESSION), ("connection_id", _num("e.connection_id")),
-        ("database", _str("e.database")), ("command", _str("e.command")),
-        ("statement_type", _str("e.statement_type")), ("tables", _ARRAY.format("e.tables")),
-        ("destructive", _BOOL.format("e.destructive")), ("flags", _ARRAY.format("e.flags")),
-        ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
-        ("status", _str("e.status")), ("source", _SOURCE), ("client", _CLIENT),
-        ("attribution", _ATTRIBUTION), ("definer", _str("e.definer")),
-    )),
-)  # fmt: skip
+
+
+def ecs(binlogs: bool) -> str:
+    """SQL for one event's JSON line in ECS names."""
+    rows_changed = ROWS_CHANGED if binlogs else NO_ROWS_CHANGED
+    return _obj(
+        ("@timestamp", _TIME),
+        ("ecs", _const('{"version":"' + ECS_VERSION + '"}')),
+        ("message", _str("e.sql")),
+        ("event", _obj(
+            ("kind", _const('"event"')), ("category", _const('["database"]')),
+            ("type", """CASE WHEN e.destructive THEN '["change"]' ELSE '["access"]' END"""),
+            ("action", _str("COALESCE(NULLIF(e.statement_type, ''), e.command)")),
+            ("outcome", _OUTCOME), ("id", "'\"' || e.id || '\"'"), ("dataset", _const('"auditweb.events"')),
+        )),
+        ("service", _obj(("type", _const('"mysql"')), ("name", _str("e.server")))),
+        ("user", f"""CASE WHEN e."user" <> '' THEN {_NAMED} ELSE '{{}}' END"""),
+        ("client", _CLIENT_ECS),
+        ("related", _obj(
+            ("user", """CASE WHEN e."user" <> '' THEN '[' || to_json(e."user")::text || ']' ELSE '[]' END"""),
+            ("ip", """CASE WHEN e.ip <> '' THEN '[' || to_json(e.ip)::text || ']' ELSE '[]' END"""),
+        )),
+        ("log", _obj(("file", _obj(("path", _FILE))), ("offset", _num("e.byte_offset")))),
+        ("tags", _TAGS),
+        ("auditweb", _obj(
+            ("session", _SESSION), ("connection_id", _num("e.connection_id")),
+            ("database", _str("e.database")), ("command", _str("e.command")),
+            ("statement_type", _str("e.statement_type")), ("tables", _ARRAY.format("e.tables")),
+            ("destructive", _BOOL.format("e.destructive")), ("flags", _ARRAY.format("e.flags")),
+            ("fingerprint", _str("e.fingerprint")), ("rows_affected", _num("e.rows_affected")),
+            ("status", _str("e.status")), ("source", _SOURCE), ("client", _CLIENT),
+            ("attribution", _ATTRIBUTION), ("definer", _str("e.definer")), ("rows_changed", rows_changed),
+        )),
+    )  # fmt: skip
+
 
 # The session's and the file's JSON pieces, made once per session and file rather than once per
 # event (a hash join builds them with its table of sessions or files).
@@ -221,7 +253,8 @@ def events_as_api(keys: list[EventKey]) -> dict[EventKey, dict[str, Any]]:
     with connection.cursor() as cursor:
         for where, params in ((_TIMED, [times, hashes, times]), (_UNTIMED, [untimed])):
             if params[0]:
-                statement = SQL(_BY_KEYS).format(line=SQL(PLAIN), joins=SQL(_JOINS_FEW), where=SQL(where))
+                line = plain(binlogs_stored())
+                statement = SQL(_BY_KEYS).format(line=SQL(line), joins=SQL(_JOINS_FEW), where=SQL(where))
                 cursor.execute(statement.as_string(connection.connection), params)
                 rows += cursor.fetchall()
     return {(when, bytes(digest)): orjson.loads(text) for when, digest, text in rows}
@@ -242,7 +275,9 @@ def export_lines(events: QuerySet[Event], schema: str) -> Iterator[bytes]:
         statement = _EXPORT_CSV.format(columns=columns, joins=_CSV_JOINS, events=inner)
         yield CSV_BOM
     else:
-        statement = _EXPORT.format(line=ECS if schema == "ecs" else PLAIN, joins=_JOINS, events=inner)
+        binlogs = binlogs_stored()
+        line = ecs(binlogs) if schema == "ecs" else plain(binlogs)
+        statement = _EXPORT.format(line=line, joins=_JOINS, events=inner)
     connection.ensure_connection()
     with connection.connection.cursor() as cursor:
         cursor.execute(

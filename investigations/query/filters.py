@@ -11,11 +11,11 @@ import re
 from typing import Any
 
 import django_filters
-from django.db.models import F, Q, QuerySet, Value
+from django.db.models import F, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import MD5, Coalesce, NullIf, Right, Upper
 
-from ingest.models import Event
+from ingest.models import BinlogStatement, Event
 from investigations.query.fields import BigIntegerFilter, BooleanFilter, TimeFilter
 from investigations.query.renames import rename_events, renamed_to
 
@@ -86,6 +86,11 @@ class EventFilter(django_filters.FilterSet):
         choices=SORT_CHOICES,
         help_text="Order of the pages: a column, `-` first for descending (default `-time`, newest first)",
     )
+    rows_changed_min = BigIntegerFilter(
+        method="filter_rows_changed",
+        min_value=1,
+        help_text="Only events whose binary log rows (`rows_changed`) number at least this (1 or more)",
+    )
     fingerprint = django_filters.CharFilter(
         method="filter_fingerprint",
         help_text="A statement fingerprint, exactly, or its query id `0x` + 16 hex digits (the digest's)",
@@ -150,6 +155,17 @@ class EventFilter(django_filters.FilterSet):
 
     def filter_text(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         return queryset.filter(sql__icontains=value)
+
+    def filter_rows_changed(self, queryset: QuerySet[Event], name: str, value: int) -> QuerySet[Event]:
+        # The blast radius: the events with rows linked to them for sure (investigations.query.binlog).
+        linked = (
+            BinlogStatement.objects.filter(event_id__isnull=False)
+            .values("event_id")
+            .annotate(n=Sum("rows"))
+            .filter(n__gte=value)
+            .values("event_id")
+        )
+        return queryset.filter(id__in=Subquery(linked))
 
     def filter_sort(self, queryset: QuerySet[Event], name: str, value: str) -> QuerySet[Event]:
         return queryset  # an order, not a filter: `sorted_page` applies it to a page

@@ -13,6 +13,7 @@ from ingest.custody import link_of_event
 from ingest.models import Event
 from investigations import trail
 from investigations.query.attribution import attribution_proof
+from investigations.query.binlog import rows_shown
 from investigations.query.sessions import session_context
 from investigations.raw import (
     raw_download,
@@ -35,7 +36,13 @@ SESSION_CONTEXT = 10  # statements shown before and after an event on its page
 def event_detail(request: HttpRequest, event_id: int) -> HttpResponse:
     event = _event_for_page(event_id)
     trail.record(request, trail.Action.EVENT_VIEW, event=event.pk, server=event.server)
-    return render(request, "investigations/event_detail.html", _event_context(event))
+    context = _event_context(event, rows_page=whole_number(request.GET.get("rows_page")))
+    return render(request, "investigations/event_detail.html", context)
+
+
+def whole_number(text: str | None) -> int:
+    """A page number from the query string (1 when absent or not a number)."""
+    return int(text) if text and text.isascii() and text.isdigit() and len(text) < 10 else 1
 
 
 @require_POST
@@ -83,9 +90,10 @@ def _event_for_page(event_id: int) -> Event:
     )
 
 
-def _event_context(event: Event) -> dict[str, object]:
+def _event_context(event: Event, rows_page: int = 1) -> dict[str, object]:
     before, after = session_context(event, SESSION_CONTEXT)
     context: dict[str, object] = {"event": event, "before": before, "after": after}
+    context["binlog"] = rows_shown(event, rows_page)
     context["context_size"] = SESSION_CONTEXT
     context["proof"] = attribution_proof(event)
     context["custody"] = link_of_event(

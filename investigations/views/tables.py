@@ -11,6 +11,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from ingest.models import Event
 from investigations.models import TableSeen
+from investigations.query.binlog import unexplained
 from investigations.query.filters import filter_events
 from investigations.query.limits import count_upto
 from investigations.query.pages import BadCursor, keyset_page
@@ -77,6 +78,8 @@ def table_detail(request: HttpRequest, name: str) -> HttpResponse:
         "changers": list(changers),
         "later_names": renamed_to([name]) if "." in name else [],
         "earlier_names": renamed_from(name) if "." in name else [],
+        # Binlog rows of this table no statement explains (a replica, a routine, a scheduled job).
+        "unexplained": unexplained(table=name).count() if "." in name else 0,
     }
     return render(request, htmx_template(request, "investigations/table_detail.html", "history"), context)
 

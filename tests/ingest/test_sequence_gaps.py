@@ -18,7 +18,7 @@ from django.core.management import call_command
 from ingest.events import EventRecord, GapRecord
 from ingest.models import Gap
 from ingest.normalize import SEQUENCE_WINDOW, GapFinder, SessionTracker, classify_events
-from ingest.parsers import by_name, json_audit
+from ingest.parsers import by_name, json_audit, reads_bytes
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 from ingest.parsers.records import Hints
 
@@ -55,10 +55,10 @@ def _is_log_of_ours(path: Path) -> bool:
     if path.suffix in (".py", ".md", ".sql", ".conf") or path.name == "truth.json" or not path.is_file():
         return False
     try:
-        detect_format(path.read_bytes()[:HEAD_BYTES])
+        fmt = detect_format(path.read_bytes()[:HEAD_BYTES])
     except UnknownFormat:
         return False
-    return True
+    return not reads_bytes(by_name(fmt))  # a binary log has no statements in sequence to miss
 
 
 REAL_FIXTURES = sorted(p for p in FIXTURES.glob("*/*") if _is_log_of_ours(p))

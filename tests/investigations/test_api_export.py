@@ -101,7 +101,7 @@ def ecs_of(row: dict) -> dict:
         client["user"] = {"name": user}
     auditweb = ("session", "connection_id", "database", "command", "statement_type", "tables", "destructive",
                 "flags", "fingerprint", "rows_affected", "status", "source", "client", "attribution",
-                "definer")  # fmt: skip
+                "definer", "rows_changed")  # fmt: skip
     return {
         "@timestamp": row["occurred_at"],
         "ecs": {"version": "8.11.0"},

@@ -29,6 +29,8 @@ def test_the_schema_validates_and_serves_the_contracts_paths(schema) -> None:
     assert {
         "/api/v1/events/",
         "/api/v1/events/{event_id}/",
+        "/api/v1/events/{event_id}/rows/",
+        "/api/v1/events/{event_id}/flashback/",
         "/api/v1/events/export.ndjson",
         "/api/v1/alerts/",
         "/api/v1/sessions/",
@@ -94,3 +96,14 @@ def test_the_browsable_docs_are_served_from_auditweb_itself(client, django_user_
     assert script.status_code == 200 and b"/api/schema/" in script.content  # the UI reads the live schema
     for name in ("swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "swagger-ui.css"):
         assert (settings.BASE_DIR / "static" / "vendor" / name).stat().st_size > 10_000
+
+
+def test_events_have_rows_changed_and_rows_come_with_their_link(schema) -> None:
+    event = schema["components"]["schemas"]["Event"]
+    assert event["properties"]["rows_changed"]["nullable"] is True
+    rows = schema["paths"]["/api/v1/events/{event_id}/rows/"]["get"]
+    assert {p["name"] for p in rows["parameters"]} >= {"event_id", "page_size", "offset"}
+    body = schema["components"]["schemas"]["EventRows"]["properties"]
+    assert {"rows", "next", "confidence", "evidence", "statements"} <= set(body)
+    flashback = schema["paths"]["/api/v1/events/{event_id}/flashback/"]["get"]
+    assert "text/plain" in flashback["responses"]["200"]["content"]

@@ -23,7 +23,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.test import APIClient
 from rest_framework.views import APIView
 
-from ingest.models import Event, IngestRun
+from ingest.models import BinlogFile, BinlogStatement, BinlogTransaction, Event, IngestRun
 from investigations.cases import case_create, evidence_pin, saved_filter_add
 from investigations.models import Case, SavedFilter, api_token_create
 from investigations.roles import SIEM_REFUSED, SIEM_VIEWS, Role, set_role
@@ -60,7 +60,22 @@ OBJECTS: dict[str, Callable[[World, Any], object]] = {
     "saved_id": lambda w, user: (
         SavedFilter.objects.create(name="mine", query="user=ann", created_by=user or w.owner).pk
     ),
+    "statement_id": lambda w, user: _binlog_statement(w).pk,  # a binlog row statement (no rows)
 }
+
+
+def _binlog_statement(w: World) -> BinlogStatement:
+    binlog, _ = BinlogFile.objects.get_or_create(
+        source_file=w.run.source_file,
+        defaults={"server": "db1", "name": "bin.000001", "server_version": "x", "server_id": 1},
+    )
+    tx, _ = BinlogTransaction.objects.get_or_create(
+        file=binlog, server="db1", file_name="bin.000001", start=4, end=400, server_id=1, commit_time=T0,
+        ended_by="xid",
+    )  # fmt: skip
+    statement, _ = BinlogStatement.objects.get_or_create(transaction=tx, index=0, time=T0)
+    return statement
+
 
 PERSONAS: tuple[Role | None, ...] = (None, *Role)  # None: a login in no role
 

@@ -9,7 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from ingest.parsers import AUTO, FORMATS, NAMES, by_name, format_choices, open_parser, waits_for_next_line
+from ingest.binlog.metadata import BinlogFile, Transaction
+from ingest.parsers import (
+    AUTO,
+    FORMATS,
+    NAMES,
+    binary_reader,
+    by_name,
+    format_choices,
+    open_parser,
+    reads_bytes,
+    waits_for_next_line,
+)
 from ingest.parsers.detect import HEAD_BYTES, detect_format
 from ingest.parsers.records import Hints, LogRecord, Problem, ServerStart
 
@@ -19,6 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Our own samples, written by the real server here (tests/fixtures/*/regenerate.py); a format's
 # folder tests/fixtures/<NAME>/ is looked in too.
 OWN_SAMPLES = {
+    "binlog": ["binlog_scene/*-mariadb-bin.*"],
     "general-log": ["genlog/*.log", "crime_scene/*-general.log", "attribution_scene/*-general.log*"],
     "mariadb-audit": ["server_audit/*.log", "server_audit_syslog/*.log", "crime_scene/*-server_audit.log"],
     "general-log-csv": ["general_log_table/*.CSV", "crime_scene/*.CSV"],
@@ -52,8 +64,10 @@ def test_every_format_exports_its_name_label_recogniser_parser_and_precision() -
         assert isinstance(fmt.NAME, str) and re.fullmatch(r"[a-z][a-z0-9-]*", fmt.NAME), fmt
         assert len(fmt.NAME) <= 20, f"{fmt.NAME}: Source.format holds 20 characters"
         assert isinstance(fmt.LABEL, str) and fmt.LABEL, fmt.NAME
-        for export in ("recognise", "parse", "time_digits"):
+        for export in ("recognise", "time_digits"):
             assert callable(getattr(fmt, export, None)), f"{fmt.NAME} exports no {export}()"
+        # A line format parses lines; a binary format (no lines) reads a stream: one or the other.
+        assert callable(getattr(fmt, "parse", None)) != reads_bytes(fmt), fmt.NAME
 
 
 def test_names_are_unique_and_each_finds_its_format() -> None:
@@ -61,7 +75,9 @@ def test_names_are_unique_and_each_finds_its_format() -> None:
     assert AUTO not in NAMES
     for fmt in FORMATS:
         assert by_name(fmt.NAME) is fmt
-    with pytest.raises(ValueError, match=r"Format 'nope' is not supported yet \(supported: json-audit, "):
+    with pytest.raises(
+        ValueError, match=r"Format 'nope' is not supported yet \(supported: binlog, json-audit, "
+    ):
         by_name("nope")
 
 
@@ -80,6 +96,13 @@ def test_each_format_recognises_its_own_samples(name: str) -> None:
     for path in paths:
         data = path.read_bytes()
         assert detect_format(data[:HEAD_BYTES]) == name, path.name
+        read = binary_reader(fmt)
+        if read is not None:
+            got = list(read(io.BytesIO(data), path.name))
+            assert isinstance(got[0], BinlogFile), path.name
+            assert all(isinstance(i, Transaction) for i in got[1:]), path.name  # no problem in our own
+            assert fmt.time_digits(data[:HEAD_BYTES]) == 0  # binlog times are whole seconds
+            continue
         items = list(fmt.parse(io.BytesIO(data), hints=Hints(mtime_year=2026)))
         assert all(isinstance(i, LogRecord | ServerStart | Problem) for i in items), path.name
         first = next(i for i in items if isinstance(i, LogRecord))
@@ -92,6 +115,10 @@ def test_each_format_recognises_its_own_samples(name: str) -> None:
 def test_a_parser_opened_at_a_resume_point_gives_what_parse_gives(name: str) -> None:
     """The tail read's parser (resumable or not) yields what `parse` yields, fed the same lines."""
     fmt = by_name(name)
+    if reads_bytes(fmt):  # no lines, so no line parser to open: its files are read whole
+        with pytest.raises(ValueError, match="have no lines"):
+            open_parser(fmt)
+        return
     for path in samples(name)[:2]:
         lines = path.read_bytes().splitlines(keepends=True)
         hints = Hints(mtime_year=2026)

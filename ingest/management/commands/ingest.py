@@ -1,4 +1,8 @@
-"""`manage.py ingest PATH...`: read log files (plain or .gz) into the event store."""
+"""`manage.py ingest PATH...`: read log files (plain or .gz) into the event store.
+
+Binary logs (ingest.binlog_store) may come in the same command as the same server's other
+logs, in any order: once every file is stored, the server's row statements are joined to its
+statements (ingest.binlog_join), whichever came first."""
 
 from __future__ import annotations
 
@@ -11,7 +15,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from ingest.models import IngestRun
+from ingest.binlog_join import join_binlogs
+from ingest.models import BinlogFile, IngestRun
 from ingest.normalize import GapFinder, SessionTracker
 from ingest.parsers import AUTO, NAMES
 from ingest.parsers.detect import UnknownFormat
@@ -20,8 +25,9 @@ from ingest.pipeline import ingest_file, source_for_path
 
 class Command(BaseCommand):
     help = (
-        "Ingest MySQL/MariaDB log files (plain or .gz). Give rotated files oldest first: "
-        "connections that span two files keep their user. Ingesting a file again stores nothing new."
+        "Ingest MySQL/MariaDB log files (plain or .gz), binary logs among them. Give rotated files "
+        "oldest first: connections that span two files keep their user. Ingesting a file again "
+        "stores nothing new."
     )
     # A data command run often (cron, scripts): Django's system checks of the whole project
     # (models, URLs, templates) take a fifth of a second each time; `manage.py check` runs them.
@@ -52,7 +58,7 @@ class Command(BaseCommand):
                 raise CommandError(f"{path}: no such file")
         tracker = SessionTracker(server, tz)  # shared: sessions continue from one file into the next
         gap_finder = GapFinder()  # and so does what the log shows about recording
-        totals = {"stored": 0, "seen": 0, "problems": 0}
+        totals = {"stored": 0, "seen": 0, "problems": 0, "transactions": 0}
         started = time.monotonic()
         for path in paths:
             source = source_for_path(path, server=server, fmt=fmt, tz=tz.key)
@@ -79,18 +85,33 @@ class Command(BaseCommand):
                 raise CommandError(f"{path}: {e}") from None
             finally:
                 bar.close()
+            totals["problems"] += run.problems
+            if BinlogFile.objects.filter(source_file_id=run.source_file_id).exists():
+                totals["transactions"] += run.events_stored  # a binlog run counts transactions
+                self.stdout.write(
+                    f"{path}: {run.events_seen} binlog transactions read, {run.events_stored} new, "
+                    f"{run.problems} problems (run {run.pk})"
+                )
+                continue
             totals["stored"] += run.events_stored
             totals["seen"] += run.events_seen
-            totals["problems"] += run.problems
             self.stdout.write(
                 f"{path}: {run.events_seen} events read, {run.events_stored} new, "
                 f"{run.problems} problems (run {run.pk})"
             )
+        joined = join_binlogs(server)  # after both sides are stored; nothing to do without binlogs
+        if joined:
+            self.stdout.write(f"{server}: {joined} binlog row statements joined to their statements")
         seconds = max(time.monotonic() - started, 1e-9)
         self.stdout.write(
             self.style.SUCCESS(
                 f"Ingested {len(paths)} file(s): {totals['stored']} events stored "
                 f"({totals['seen'] - totals['stored']} already there), {totals['problems']} problems, "
-                f"{totals['seen'] / seconds:,.0f} events/s."
+                f"{totals['seen'] / seconds:,.0f} events/s"
+                + (
+                    f", {totals['transactions']} binlog transactions stored."
+                    if totals["transactions"]
+                    else "."
+                )
             )
         )
