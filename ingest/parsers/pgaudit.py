@@ -34,6 +34,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 
+from ingest.parsers.digits import ISO, fraction
 from ingest.parsers.records import (
     PROBLEM_EXCERPT_BYTES,
     Item,
@@ -50,6 +51,14 @@ MAX_WAIT_LINES = 10_000
 MAX_ENTRIES = 1_000
 MAX_RECORD_BYTES = 8 << 20
 MAX_MESSAGE_BYTES = 4 << 20  # one server message (a statement is at most 1 GB in PostgreSQL)
+# The SQL the three layouts hold is PostgreSQL's: ingest.dialects.postgres classifies it.
+DIALECT = "postgres"
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of the first record's time (3 for %m and the csv/json logs,
+    0 for %t; None for an epoch %n or no time in the head)."""
+    return fraction(ISO.search(head[:512]))
 
 
 @dataclass(slots=True)

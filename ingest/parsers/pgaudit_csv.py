@@ -12,12 +12,13 @@ import csv
 import re
 from collections.abc import Iterable, Iterator
 
-from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
-__all__ = ["NAME", "parse", "recognise"]
+__all__ = ["DIALECT", "LABEL", "NAME", "parse", "recognise", "time_digits"]
 
 NAME = "pgaudit-csv"
+LABEL = "PostgreSQL csvlog with pgAudit"
 
 # The first record: log_time, user, database, pid, connection_from, session_id (hex.hex),
 # session_line_num, ... Only the leading columns are matched (the head may cut the line).

@@ -14,12 +14,13 @@ from typing import Any
 
 import orjson
 
-from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
-__all__ = ["NAME", "parse", "recognise"]
+__all__ = ["DIALECT", "LABEL", "NAME", "parse", "recognise", "time_digits"]
 
 NAME = "pgaudit-json"
+LABEL = "PostgreSQL jsonlog with pgAudit"
 
 # jsonlog writes these keys first, in this order, on every line.
 _HEAD_RE = re.compile(rb'\A\{"timestamp":"\d{4}-\d{2}-\d{2} [^"\n]{8,48}",(?:"user":|"pid":)')

@@ -23,12 +23,23 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
-__all__ = ["KNOWN_PREFIXES", "NAME", "UnsupportedPrefix", "compile_prefix", "parse", "recognise"]
+__all__ = [
+    "DIALECT",
+    "KNOWN_PREFIXES",
+    "LABEL",
+    "NAME",
+    "UnsupportedPrefix",
+    "compile_prefix",
+    "parse",
+    "recognise",
+    "time_digits",
+]
 
 NAME = "pgaudit-stderr"
+LABEL = "PostgreSQL stderr log with pgAudit"
 
 # Prefixes tried, in order, when the caller does not name one (the first is the recommended).
 KNOWN_PREFIXES = (
