@@ -36,8 +36,8 @@ from ingest.checkpoints import Candidate, find_candidates, open_candidate
 from ingest.custody import FileHasher
 from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.models import Source, SourceFile
-from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classify_events
-from ingest.parsers import NAMES, by_name, open_parser
+from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classifier_for
+from ingest.parsers import NAMES, by_name, dialect_of, open_parser
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 from ingest.parsers.records import Hints, Item, Problem
 from ingest.reading import Cut as ReadCut
@@ -222,6 +222,10 @@ def tail_messages(
     """
     start_line = lines.line
     tracker.file = file_id
+    # The format decides the server's SQL dialect, and so how its statements are classified and
+    # what shows a gap (the stages are chosen here once, not asked per event).
+    tracker.dialect = gaps.dialect = dialect_of(fmt)
+    classify = classifier_for(tracker.dialect)
     # `hints.last_time`: the time carried into the resume point (general log).
     parser = open_parser(by_name(fmt), start_offset=lines.offset, start_line=start_line, hints=hints)
 
@@ -379,7 +383,7 @@ def tail_messages(
         )
 
     stream: Iterator[Item | Settle] = valve() if resumable else iter(items)
-    for out in gaps.process(classify_events(tracker.process(stream), tracker.routines)):
+    for out in gaps.process(classify(tracker.process(stream), tracker.routines)):
         if isinstance(out, EventRecord):
             if formatter:
                 events.append(out)
