@@ -28,6 +28,7 @@ from ingest.pipeline import ingest_file, source_for_path
 from investigations.query.filters import filter_events
 
 from .conftest import FIXTURES
+from .parsers.test_pgaudit import interleaved
 
 SCENE = FIXTURES / "pgaudit_scene"
 TRUTH = json.loads((SCENE / "truth.json").read_text())
@@ -282,15 +283,21 @@ def stored(server: str) -> Counter[tuple[Any, ...]]:
     return Counter((*r[:7], tuple(r[7]), tuple(sorted(r[8]))) for r in rows)
 
 
-@pytest.mark.parametrize("cuts", [3, 7])
+@pytest.mark.parametrize(("cuts", "batch", "busy"), [(3, 10_000, False), (7, 5, False), (5, 1, True)])
 def test_a_followed_source_through_the_rotation_stores_each_event_once(
-    tmp_path: Path, settings, fmt: str, cuts: int
+    tmp_path: Path, settings, fmt: str, cuts: int, batch: int, busy: bool
 ) -> None:
     """The server's files appear as the server writes them: the first in pieces cut at line ends
     (inside a statement's lines and a csvlog record's quoted newlines too), polled between
-    pieces; then the rotation's new file. Exactly what a straight ingest of both stores."""
+    pieces, committed in batches of `batch` events; then the rotation's new file. `busy`: with
+    another session's login between a statement's two pgAudit entries. Exactly what a straight
+    ingest of both stores."""
     settings.INGEST_SETTLE_SECONDS = 3600  # never quiet while it is written
+    settings.INGEST_BATCH_SIZE = batch
     first, second = files(fmt)
+    if busy:
+        first = tmp_path / ("busy" + first.suffix)
+        first.write_bytes(interleaved(first.suffix))
     logdir = tmp_path / "log"
     logdir.mkdir()
     source = Source.objects.create(

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, ServerLine, assemble, time_digits
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, Resumer, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "compile_prefix",
     "parse",
     "recognise",
+    "resumable",
     "time_digits",
 ]
 
@@ -322,3 +323,8 @@ def parse(
     """Every record and problem of a pgAudit stderr log, in order. `hints.log_line_prefix`, when
     the caller has it, names the prefix (see the module docstring)."""
     yield from assemble(_lines(lines, start_offset, start_line, hints))
+
+
+def resumable(*, start_offset: int = 0, start_line: int = 1, hints: object | None = None) -> Resumer:
+    """A parser that says where to resume (ingest.parsers.pgaudit.Resumer); `hints` as for parse."""
+    return Resumer(lambda lines, offset, line: _lines(lines, offset, line, hints), start_offset, start_line)
