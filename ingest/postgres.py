@@ -120,13 +120,13 @@ def _transaction(event: EventRecord) -> FlagCorrection | None:
     session = event.session
     if event.command == "Quit":
         return _rolled_back(session) if session.explicit else None
-    if event.command != "Query":
-        return None
-    kind = event.statement_type
-    if "failed" in event.flags:
+    if "failed" in event.flags:  # (an ERROR the server logged without its statement, too)
         if session.explicit:
             session.aborted = True
         return None
+    if event.command != "Query":
+        return None
+    kind = event.statement_type
     if kind in ("BEGIN", "START"):
         session.pending, session.explicit, session.aborted = [], True, False
     elif kind in ("ROLLBACK", "ABORT"):
