@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ingest.normalize import SessionTracker, classify_events
-from ingest.parsers import NAMES, by_name, pgaudit_csv, pgaudit_json, pgaudit_stderr, xml_audit
+from ingest.normalize import GapFinder, SessionTracker, classifier_for
+from ingest.parsers import NAMES, by_name, dialect_of, pgaudit_csv, pgaudit_json, pgaudit_stderr, xml_audit
 from ingest.parsers.records import Hints, LogRecord, Problem, ServerStart
 from ingest.sql import classify
 
@@ -129,9 +129,10 @@ def _spans(item: LogRecord | ServerStart) -> list[tuple[int, int]]:
 
 
 def check(fmt: str, data: bytes) -> None:
-    tracker = SessionTracker("fuzz")
+    tracker = SessionTracker("fuzz", dialect=dialect_of(fmt))
     items = list(by_name(fmt).parse(lines_of(data), hints=HINTS))
-    list(classify_events(tracker.process(iter(items)), tracker.routines))
+    finder = GapFinder(dialect=tracker.dialect)
+    list(finder.process(classifier_for(tracker.dialect)(tracker.process(iter(items)), tracker.routines)))
     spans = sorted(s for i in items if isinstance(i, (LogRecord, ServerStart)) for s in _spans(i))
     if fmt in SERVER_MESSAGES:
         layout = SERVER_MESSAGES[fmt]
