@@ -1277,14 +1277,14 @@ class GapFinder:
             yield gap
 
     def _process_postgres(self, items: Iterable[Any]) -> Iterator[Any]:
-        """A PostgreSQL log: restarts and the clock as for any log (_see), pgAudit's switches
-        (PgAuditWatch) instead of MySQL's; no record counter, no MySQL log switches."""
+        """A PostgreSQL log: restarts and the clock as for any log (_see), and pgAudit's switches
+        (PgAuditWatch); no record counter, no switching back on (ReenableWatch)."""
         for item in items:
             if not isinstance(item, EventRecord):
                 yield item
                 continue
             yield item
-            found = self._see(item, mysql=False)
+            found = self._see(item)  # (MySQL's switches match no PostgreSQL statement)
             found += self.pgaudit.see(item)
             yield from found
         gap = self.open_gap()
@@ -1302,7 +1302,7 @@ class GapFinder:
         when, line, offset, sql = self.off
         return GapRecord("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
 
-    def _see(self, event: EventRecord, *, mysql: bool = True) -> list[GapRecord]:
+    def _see(self, event: EventRecord) -> list[GapRecord]:
         found: list[GapRecord] = []
         when = event.occurred_at
         new_boot = self.boot is not None and event.session.boot != self.boot
@@ -1333,8 +1333,7 @@ class GapFinder:
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
             found.append(GapRecord("time_backwards", self.last_time, when, event.line, event.offset, detail))
         if (
-            mysql
-            and event.command in ("Query", "Execute")
+            event.command in ("Query", "Execute")
             and "failed" not in event.flags
             and _may_switch_logging(event)
             and _LOGGING_OFF.search(event.sql)
