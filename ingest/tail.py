@@ -207,6 +207,7 @@ def tail_messages(
     settled: bool = False,
     continues: dict[str, object] | None = None,
     resumable: bool = True,
+    stop_at: int | None = None,
 ) -> Generator[Batch, None, None]:
     """Parse a file from a resume point into Batches, each complete up to its resume point.
 
@@ -218,7 +219,10 @@ def tail_messages(
     also cuts whenever that many bytes were read since the last cut. `file_id` (the
     SourceFile's) tells the tracker which file a Connect was read in. A read that is not
     `resumable` (one-shot, finished: ingest.pipeline.ingest_file) needs no resume point but the
-    last, so its items skip the valve that finds cuts and its batches end when full.
+    last, so its items skip the valve that finds cuts and its batches end when full. `stop_at`
+    (a shared-out range's end, a resume point the scan found): the read ends, as where the
+    bytes end for now, before the first item the parser would resume at or after it (the
+    lines after it are read only to complete what comes before it).
     """
     start_line = lines.line
     tracker.file = file_id
@@ -336,6 +340,15 @@ def tail_messages(
                 return
             made = not points or points[0][0] is not item  # by uncut: a cut said
             before = None if made else points.popleft()[1]
+            if (
+                stop_at is not None
+                and before is not None
+                and not tracker.holding
+                and lines.file_offset(before[0]) >= stop_at
+            ):
+                report_open_gap()  # (as where the bytes end: the next range closes it)
+                final = cut(at(before, item))
+                return
             if made:
                 if continues is not None and isinstance(item, Problem) and item.offset == start_offset:
                     _continued(item, continues, corrections)

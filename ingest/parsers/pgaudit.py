@@ -508,13 +508,16 @@ class Resumer:
 
     A layout (Messages: bytes lines to server messages) feeds an Assembler. Where the lines
     end for now, the message the layout flushes at their end may be incomplete (a DETAIL
-    still to come, a csvlog record with its quote still open): it is held, not assembled, and
-    given over only by `finish()`. `resume_point()` is where a new parser yields exactly what
-    this one has not: the first byte of the earliest record not yet yielded, or the end of the
-    last message assembled; and never inside a yielded record whose lines others interrupt
-    (its later lines would be read again as a record of their own): then it goes back to that
-    record's first byte, so that it and the records after it are read again whole (the store
-    keeps each once: same bytes, same offset, same record hash). One `feed` per parser.
+    still to come, a csvlog record with its quote still open): it is held, not assembled,
+    and given over only by `finish()`. A message complete before the end (csvlog, jsonlog: at
+    its line end) is assembled at once, and closes the statement its session had open: like
+    the general log's, a read that stops at a given offset reads the line after it.
+    `resume_point()` is where a new parser yields exactly what this one has not: the first
+    byte of the earliest record not yet yielded, or the end of the last message assembled;
+    and never inside a yielded record whose lines others interrupt (its later lines would be
+    read again as a record of their own): then it goes back to that record's first byte, so
+    that it and the records after it are read again whole (the store keeps each once: same
+    bytes, same offset, same record hash). One `feed` per parser.
     """
 
     def __init__(self, messages: Messages, start_offset: int, start_line: int) -> None:
