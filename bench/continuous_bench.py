@@ -42,7 +42,9 @@ from tests.logwriter import GeneralLogWriter, rotate_rename  # noqa: E402
 
 def start_workers(n: int, queue: str, tmp: Path, **extra: str) -> list[subprocess.Popen[bytes]]:
     tmp.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, CELERY_QUEUE=queue, INGEST_POLL_SECONDS="1", **extra)
+    # the bench's logs are in its temporary folder: a root that file sources may read (issue 18)
+    roots = ",".join(filter(None, [os.environ.get("AUDITWEB_LOG_ROOTS"), str(tmp.parent)]))
+    env = dict(os.environ, CELERY_QUEUE=queue, INGEST_POLL_SECONDS="1", AUDITWEB_LOG_ROOTS=roots, **extra)
     procs = []
     for i in range(n):
         cmd = [

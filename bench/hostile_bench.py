@@ -111,7 +111,7 @@ FORMATS: dict[str, tuple[str, Callable[[str], str]]] = {
         '"Connect","1_2026","2026-01-05T09:00:00 UTC",7,0,"bob","bob","","","h","10.0.0.8","shop"\n',
         lambda s: (
             '"Query","2_2026","2026-01-05T09:00:01 UTC","delete",7,0,"'
-            + s.replace('"', '""').replace("\n", " ")
+            + s.replace('"', '""')  # the server doubles quotes, nothing else: newlines stay
             + '","bob","h","","10.0.0.8","shop"\n'
         ),
     ),

@@ -117,7 +117,7 @@ def alerts_after(cursor: str | None, size: int, *, with_events: bool = True) -> 
     events = _events_of(items)
     for alert in items:
         key = (alert.event_time, bytes(alert.event_hash)) if alert.event_hash is not None else None
-        alert.event = events.get(key) if key else None  # type: ignore[attr-defined]
+        alert.event = events.get(key) if key else None  # type: ignore[attr-defined]  # not a field: for AlertSerializer
     return AlertPage(items, alert_cursor(items[-1]) if items else cursor, more)
 
 

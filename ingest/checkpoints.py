@@ -1,28 +1,9 @@
 """Which files of a source to read next, from where: file identity across rotations.
 
-A file followed by a source is known by its device and inode and by the SHA-256 of its first
-bytes (up to IDENTITY_BYTES, decompressed). Each poll matches what the path or glob finds now
-against the files already known (SourceFile rows):
-
-1. same device+inode and the same first bytes: the same file, perhaps renamed by a rotation
-   (`general.log` -> `general.log.1`); read on from its offset. When it is shorter than the
-   offset, it was truncated (copytruncate) and its new content is a new file.
-2. another inode with the same first bytes: a copy of a known file (copytruncate's copy,
-   the gzip of a rotated file); read on from the known file's offset, or skip it when the
-   known file was read to its end or is still on disk under its own inode.
-3. anything else: a new file, read from its start. Empty files wait until they have bytes.
-
-Files are read oldest first (by modification time), so sessions flow from one file into the
-next. All but the newest file, and every gzip file, are read to their end and "finished"
-(the parser's last pending record is flushed); the newest may still grow, so its last record
-waits until the next line shows that it is complete, or until the file is quiet: it has not
-grown for INGEST_SETTLE_SECONDS and its last byte is a newline. MySQL and MariaDB write each
-record whole (the general log: every part of it under one lock, ending with its newline;
-server_audit: one write), so a quiet file ends with a complete record, and it is stored then.
-
-Between polls, `listing_signature` (a glob and a stat, no file opened) tells a worker whether
-a source's files changed since its last poll looked: the cheap test that lets beat look at
-every followed file each second (ingest.follow.look_at_followed_files).
+A followed file is known by its device and inode and by the SHA-256 of its first bytes, so a
+rotation (rename, copytruncate, gzip) neither loses nor repeats what was read; the newest file
+waits for a complete or quiet last record. The rules: docs/architecture.md, "Following sources"
+and "The quiet tail".
 """
 
 from __future__ import annotations
@@ -267,7 +248,7 @@ def _rotation_number(path: Path) -> int:
 
 
 def plan_reads(source: Source) -> Plan:
-    """What to read in this poll of a file source; see the module docstring."""
+    """What to read in this poll of a file source (docs/architecture.md, "Which file is which")."""
     plan = Plan(looked_at=time.time())  # before any stat: "quiet since" is never overstated
     candidates = find_candidates(source.path, plan.errors)
     plan.matched_any = bool(candidates) or bool(plan.errors)

@@ -1,21 +1,9 @@
 """Chain of custody: what proves that neither the logs nor the store were altered after the fact.
 
-Two things are recorded as ingestion goes:
-
-1. **File hashes.** Every file's SHA-256 over its content (decompressed, for .gz) from its first
-   byte to the last byte read, kept on its SourceFile (`sha256`, `hashed_bytes`). A file that
-   grows is polled many times: the SHA-256 computation is saved after each batch (`hash_state`,
-   see Sha256State), so each poll hashes only its new bytes, and after every poll `sha256` is
-   the SHA-256 of exactly the bytes read so far (`head -c hashed_bytes FILE | sha256sum`).
-2. **A hash chain over the store, per source.** Each committed change appends a CustodyLink in
-   the same transaction: a batch of events (the 16-byte SHA-256 prefix of each event's row exactly
-   as it was written, in id order, and where those rows are), flags added later to stored
-   events (`rolled_back` reaches events of earlier batches), or a file's hash so far. Each link's
-   hash covers its fields and the hash of the link before it. The source's CustodyHead row is
-   locked by the upsert that numbers a link, and stays locked until the transaction commits, so
-   links are numbered in commit order even when several workers write one source at once.
-
-`ingest.verify` recomputes all of it (`manage.py verify_evidence`).
+Two things are recorded as ingestion goes: every file's SHA-256 of the bytes read so far (saved
+half-way, `Sha256State`, so each poll hashes only new bytes), and per source a hash chain of
+CustodyLinks, numbered in commit order. `ingest.verify` recomputes both (`manage.py
+verify_evidence`). Details: docs/architecture.md, "Chain of custody".
 """
 
 from __future__ import annotations
@@ -33,6 +21,7 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.sql import SQL, Identifier
 
+from ingest.models import CustodyLink
 from ingest.rows import EVENT_COLUMNS, stored_copy_line
 
 LINK_VERSION = "auditweb-custody-1"
@@ -255,8 +244,6 @@ def chain_file_hash(
 
 def link_of_event(*, event_id: int, source_file_id: int, byte_offset: int) -> Any:
     """The events link whose batch holds this event (None for events stored before the chain)."""
-    from ingest.models import CustodyLink
-
     return (
         CustodyLink.objects.filter(
             source_file_id=source_file_id,

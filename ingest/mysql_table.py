@@ -1,64 +1,9 @@
 """Incremental pulls of `mysql.general_log` from a live server (log_output=TABLE).
 
-No Django: the caller hands in a DB-API connection (PyMySQL; a read-only account with
-SELECT on mysql.general_log is enough) and a watermark (a JSON-serialisable dict, or None
-for the first pull), and gets LogRecords (ingest.parsers.general_log_table.row_record) and
-the watermark to store for the next pull:
-
-    puller = Puller(conn, checkpoint.get("watermark"))
-    for record in puller.records():
-        ...                                  # store it
-        checkpoint["watermark"] = puller.watermark   # valid after every record
-
-or, when only the final watermark matters, `watermark = yield from pull(conn, watermark)`.
-
-How it reads: one query, `event_time >= since ORDER BY event_time`, streamed through a
-server-side cursor (`chunk` rows a fetch; the table is never held in memory), with the
-session's time_zone set to UTC, so every time is an aware UTC datetime and the watermark
-is in UTC whatever the server's zone. `user_host`, `command_type` and `argument` are read
-as bytes (CAST AS BINARY): the argument is any bytes. The session's net_write_timeout is
-raised so that a consumer pausing between fetches (a slow commit) does not make the
-server drop the streamed result.
-
-A row's identity (its "source position", since a table has no byte offsets): its
-event_time (`occurred_at`), its thread_id (`connection_id`) and `extra["row_hash"]`, the
-hash of its canonical serialisation (`raw`, see general_log_table.canonical_row) and of
-its twin number (`offset`, 0 unless identical rows share a time, see below); `line` is 0.
-The same row gives the same record on every pull, so the store's unique record hash
-drops a row read twice.
-
-The watermark:
-
-    {"time": "2026-11-22T12:30:01.123456+00:00",   # the newest event_time read
-     "since": "2026-11-22T12:29:59.123456+00:00",  # where the next pull starts reading
-     "seen": ["9f0c...", ...]}                     # row hashes read at or after `since`
-
-`since` is `overlap` seconds (default 2) before `time`: the next pull reads that window
-again and skips the rows whose hash is in `seen`. The guarantee, for pulls chained through
-their watermarks, where the caller stores each record before it saves a watermark read
-after that record (a pull may be stopped, or killed, anywhere):
-
-- no row is yielded twice;
-- a row is yielded once it is visible to a pull whose starting `since` is at or before
-  its event_time.
-
-So rows sharing a timestamp (identical twins included), rows that become visible late
-with a time inside the window, and a pull stopped half-way give every row exactly once,
-without relying on the store to drop repeats (though its unique record hash would).
-
-The limit: a row that becomes visible with an event_time older than the `since` of the
-watermark in force (more than `overlap` seconds older than the newest row pulled before)
-is never pulled. MariaDB takes event_time when it logs the command (before running it)
-and writes the row at once, so concurrent writers are out of order by far less than a
-second; raise `overlap` for a heavily loaded server. A server clock stepped back by more
-than `overlap` loses the rows logged until it passes the watermark's time again.
-`seen` holds at most about `max_seen` hashes (16 hex digits each): when more rows than
-that fall into the window, `since` moves forward to keep the newest `max_seen` (all rows
-of one timestamp are always kept together), which narrows the window for late rows.
-
-Identical rows (same time, user_host, thread, command and argument: a client repeating a
-statement within one microsecond) are told apart by their order at that time: the second
-one gets `offset` 1 and a different hash, so neither is lost nor stored twice.
+No Django: the caller hands in a DB-API connection and a watermark (or None), and gets
+LogRecords and the watermark to store after each one. A table has no byte offsets, so the
+watermark keeps an overlap window and the hashes of its rows: chained pulls yield each row
+exactly once. Usage, the watermark and its limit: docs/architecture.md, "The live general_log table".
 """
 
 from __future__ import annotations
@@ -69,6 +14,7 @@ from collections import deque
 from collections.abc import Generator, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from ingest.parsers.general_log_table import canonical_row, row_hash, row_record
 from ingest.parsers.records import LogRecord, Problem, out_of_range
@@ -131,7 +77,7 @@ class Puller:
 
     @property
     def watermark(self) -> dict[str, Any]:
-        """JSON-serialisable state after every record yielded so far. See the module docstring."""
+        """JSON-serialisable state after every record yielded so far (docs/architecture.md: the watermark)."""
         if self._time is None:
             return {"time": None, "since": None, "seen": []}
         since = self._time - self.overlap
@@ -157,7 +103,7 @@ class Puller:
         3. Remember the hash in the window (to skip it next time); skip the row if the
            previous watermark saw it; otherwise update the state, then yield it.
         """
-        import pymysql.cursors
+        import pymysql.cursors  # only a live pull loads PyMySQL: ingest.models imports this module
 
         since = self._since or _EPOCH
         cursor = self.conn.cursor(pymysql.cursors.SSCursor)
@@ -269,7 +215,7 @@ class ClearTextRefused:
         self.conn = conn
 
     def _refuse(self) -> None:
-        import pymysql
+        import pymysql  # only a live pull loads PyMySQL: ingest.models imports this module
 
         raise pymysql.err.OperationalError(
             2059,
@@ -294,9 +240,7 @@ def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> An
     system's CAs (or `&tls_ca=/path/ca.pem`); only then may the server have the password in
     clear text (CLEAR_TEXT_PLUGINS). Without it, PyMySQL still encrypts when the server offers
     TLS, but the server is not authenticated, and clear-text plugins are refused."""
-    from urllib.parse import parse_qs, unquote, urlsplit
-
-    import pymysql
+    import pymysql  # only a live pull loads PyMySQL: ingest.models imports this module
 
     parts = urlsplit(dsn)
     if parts.scheme not in ("mysql", "mariadb"):

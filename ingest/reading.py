@@ -1,19 +1,8 @@
 """Reading a log's lines with a bound on each: a hostile line cannot take the memory (issue 18).
 
-Pure (no Django). A log line can be as long as max_allowed_packet allows (1 GiB), and a
-1 MB `.gz` can hold one. `CappedLines` hands the parser every line of a binary stream as
-it is, but a line longer than `cap` bytes, which it hands over as its head, a marker, and
-its last `TAIL_BYTES` bytes (the end of a line holds what parsers need to close a record:
-a closing quote, a return code, a `}`):
-
-    <head> [AuditWeb: 1073741824-byte line cut, sha256 9f86d0...] <tail>
-
-The line is read in bounded pieces, hashed and counted on the way; nothing else of it is
-kept. Each cut is remembered (`Cut`), so that `uncut` can give the parser's items back
-their true offsets (a parser counts the bytes it was handed) and make each record's raw
-bytes a true prefix of the file again (its bytes up to the cut): the record stays evidence
-of where it was and how it began, carries the length and hash of the whole line, and a
-Problem at its offset says that it was cut. The rest of the file goes on.
+Pure (no Django). A log line can be 1 GiB, so `CappedLines` hands the parser a longer line than
+`cap` as its head, a marker and its last `TAIL_BYTES` (where a record closes); `uncut` gives items
+back their true offsets and raw bytes. Details: docs/architecture.md, "A line is read whole".
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import Any, overload
 
 # ingest.alerts and ingest.partitions load Django (the alert kinds are the Alert model's), but the
 # two things taken from them here, event_alert_kind and month_of, are plain functions.
@@ -31,6 +32,10 @@ MAX_SQL_CHARS = 1_000_000
 MAX_FIELD_CHARS = {"user": 200, "host": 300, "ip": 64, "database": 200, "command": 40, "status": 40}
 
 
+@overload
+def _bounded(value: str, limit: int) -> str: ...
+@overload
+def _bounded(value: str | None, limit: int) -> str | None: ...
 def _bounded(value: str | None, limit: int) -> str | None:
     if value is None:
         return None
@@ -81,13 +86,13 @@ class FormattedBatch:
     """
 
     rows: list[str]  # one COPY line per event
-    sessions: list[tuple[object, ...]]  # session rows to upsert (see _session_row)
+    sessions: list[tuple[int, *tuple[object, ...]]]  # session rows to upsert, id first (_session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
     alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
     offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
 
 
-def _session_row(s: SessionInfo) -> tuple[object, ...]:
+def _session_row(s: SessionInfo) -> tuple[int, *tuple[object, ...]]:
     return (
         session_id_of(s.key), s.key, s.server, s.boot, s.connection_id, _bounded(s.user, 200),
         _bounded(s.host, 300), _bounded(s.ip, 64), _bounded(s.database, 200), _bounded(s.program, 200),
@@ -113,7 +118,7 @@ class RowFormatter:
         self._alerts: list[AlertLine] = []
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
-        self._last_iso: str | None = None
+        self._last_iso = ""  # read only once _last_time is set
 
     def format(self, events: Sequence[EventRecord]) -> FormattedBatch:
         for cache in (self._who, self._what, self._session_ids):
@@ -142,7 +147,7 @@ class RowFormatter:
         if occurred is None:
             when = NULL
         elif occurred is self._last_time:  # the tracker hands consecutive records one object
-            when = self._last_iso  # type: ignore[assignment]
+            when = self._last_iso
         else:
             when = self._last_iso = occurred.isoformat()
             self._last_time = occurred
@@ -180,7 +185,7 @@ class RowFormatter:
         head = "\t".join(
             (
                 _copy_text(_bounded(e.statement_type, 60)),
-                _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in tables),  # type: ignore[misc]
+                _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in tables),
                 "t" if e.destructive else "f",
                 _copy_array(sorted(flags)),
             )
@@ -203,12 +208,12 @@ class RowFormatter:
         )
 
 
-def stored_copy_line(row: dict[str, object], flags: list[str]) -> str:
+def stored_copy_line(row: dict[str, Any], flags: list[str]) -> str:
     """The COPY line RowFormatter wrote for an event, made again from its stored columns (`flags`
     as they were written, without those added later): the custody chain's digest of each event
     is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row."""
     occurred = row["occurred_at"]
-    when = NULL if occurred is None else occurred.isoformat()  # type: ignore[attr-defined]
+    when = NULL if occurred is None else occurred.isoformat()
 
     def number(value: object) -> str:
         return NULL if value is None else str(value)
@@ -217,32 +222,28 @@ def stored_copy_line(row: dict[str, object], flags: list[str]) -> str:
         "\t".join(
             (
                 when,
-                _copy_text(row["server"]),  # type: ignore[arg-type]
+                _copy_text(row["server"]),
                 number(row["connection_id"]),
                 *(
                     _copy_text(row[c])
                     for c in ("user", "host", "ip", "database", "command", "statement_type")
-                ),  # type: ignore[arg-type]
-                _copy_array(row["tables"]),  # type: ignore[arg-type]
+                ),
+                _copy_array(row["tables"]),
                 "t" if row["destructive"] else "f",
                 _copy_array(flags),
-                _copy_text(row["sql"]),  # type: ignore[arg-type]
-                _copy_text(row["fingerprint"]),  # type: ignore[arg-type]
+                _copy_text(row["sql"]),
+                _copy_text(row["fingerprint"]),
                 number(row["rows_affected"]),
-                _copy_text(row["status"]),  # type: ignore[arg-type]
-                _copy_bytea(bytes(row["raw"])),  # type: ignore[arg-type]
+                _copy_text(row["status"]),
+                _copy_bytea(bytes(row["raw"])),
                 number(row["line"]),
                 number(row["byte_offset"]),
-                "\\\\x" + bytes(row["record_hash"]).hex(),  # type: ignore[arg-type]
+                "\\\\x" + bytes(row["record_hash"]).hex(),
                 number(row["ingest_run_id"]),
                 number(row["session_id"]),
                 number(row["source_file_id"]),
                 # Events stored before attribution was recorded were written without these two.
-                *(
-                    (_copy_text(row["attribution"]), _copy_text(row["definer"]))  # type: ignore[arg-type]
-                    if row["attribution"]
-                    else ()
-                ),
+                *((_copy_text(row["attribution"]), _copy_text(row["definer"])) if row["attribution"] else ()),
             )
         )
         + "\n"

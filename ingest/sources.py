@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -20,6 +21,7 @@ from django.db import models
 from django.utils import timezone
 
 from ingest import health
+from ingest.alerts import note_source_health
 from ingest.checkpoints import pattern_problem
 from ingest.models import Event, Gap, IngestRun, Source
 from ingest.mysql_table import password_env_problem
@@ -29,7 +31,16 @@ DELIVERY_RUNS = 1000  # and among how many of its newest runs
 ACTIVE = (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING)
 
 
-class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
+def time_zone(zone: str) -> str:
+    """A form's time zone field, checked: the zone of the times a log prints without one."""
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise forms.ValidationError(f"{zone!r} is not a time zone (e.g. UTC, Europe/Berlin).") from None
+    return str(zone)
+
+
+class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in django-stubs, not in Django
     """A file path or glob, or a live mysql.general_log table; uploads are made by uploading."""
 
     class Meta:
@@ -52,8 +63,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
             "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below)",
         }
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         # An upload is made by uploading a file, not by naming one.
         self.fields["kind"].choices = [
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
@@ -61,12 +72,7 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]
         ]
 
     def clean_timezone(self) -> str:
-        zone = self.cleaned_data["timezone"]
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise forms.ValidationError(f"{zone!r} is not a time zone (e.g. UTC, Europe/Berlin).") from None
-        return str(zone)
+        return time_zone(self.cleaned_data["timezone"])
 
     def clean_dsn(self) -> str:
         dsn = self.cleaned_data["dsn"].strip()
@@ -179,9 +185,13 @@ def _troubles(source: Source, last_run: IngestRun | None) -> list[health.Trouble
             troubles.append(health.Trouble("unreadable", reason))
     if source.last_error and source.enabled and source.last_error not in " ".join(t.reason for t in troubles):
         troubles.append(health.Trouble("refused", source.last_error))
-    failed = last_run is not None and last_run.status == IngestRun.Status.FAILED
-    if failed and not source.last_error and not last_run.error.startswith("interrupted"):  # type: ignore[union-attr]
-        troubles.append(health.Trouble("failed", f"the last run failed: {last_run.error}"))  # type: ignore[union-attr]
+    if (
+        last_run is not None
+        and last_run.status == IngestRun.Status.FAILED
+        and not source.last_error
+        and not last_run.error.startswith("interrupted")
+    ):
+        troubles.append(health.Trouble("failed", f"the last run failed: {last_run.error}"))
     return troubles
 
 
@@ -254,8 +264,6 @@ def source_state_counts(healths: Iterable[Health]) -> list[tuple[str, int]]:
 
 def check_sources_health(sources: Iterable[Source] | None = None) -> int:
     """Look at each source's health and raise an alert where it changed; returns how many."""
-    from ingest.alerts import note_source_health
-
     raised = 0
     for source in sources if sources is not None else Source.objects.all():
         looked = source_health(source)

@@ -1,23 +1,9 @@
 """A big backlog of one file source, read by several workers at once.
 
-Reading a log is sequential in one respect only: who a statement belongs to, its database, its
-transaction and the gaps around it depend on everything before it. That part (the parser and
-the session tracker, without formatting or writing) is cheap; formatting and storing are not.
-So a backlog is read in three steps:
-
-1. plan (one worker, holding the source's lock): scan the files from the source's checkpoint,
-   cutting them into byte ranges of about INGEST_CHUNK_BYTES at points where every record
-   before is complete, and record each range (Chunk) with the tracker's state at its start. A
-   range is dispatched to the workers as soon as it is known, while the scan goes on. A gzip
-   file cannot be entered in the middle: it is one range.
-2. read (any worker, holding the range's lock): read one range into the store from its start
-   state, exactly as a poll that had read everything before it would; each batch is committed
-   with the range's own progress, so a worker killed mid-range leaves a resumable range.
-3. finish (whoever completes the last range, holding the source's lock): apply again the flags
-   a range learnt about events of an earlier range (rolled back: they may not have been stored
-   yet when it ran), then move the files' resume points and the source's checkpoint to the end
-   of the split in one transaction. Until then the source's resume points stay where the split
-   began, and polls of the source only look after the split.
+Only who a statement belongs to (parser and session tracker) must be read in order, and that is
+cheap; formatting and storing are not. So one worker plans byte ranges with the tracker's state
+at each start, any worker reads a range, and whoever ends the last one finishes the split.
+The three steps: docs/architecture.md, "A big backlog shared out between workers".
 """
 
 from __future__ import annotations

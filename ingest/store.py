@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from django.db import connection, transaction
@@ -20,8 +21,11 @@ from psycopg.sql import SQL, Identifier
 from ingest.alerts import KIND_SQL, WORTH_SQL, raise_event_alerts
 from ingest.custody import append_link, chain_events, event_key
 from ingest.events import EventRecord, FlagCorrection, session_id_of
+from ingest.models import Event, SourceFile
+from ingest.normalize import _SESSION_SWITCHES
 from ingest.partitions import ensure_event_partitions
 from ingest.rows import EVENT_COLUMNS, FormattedBatch, RowFormatter
+from ingest.sql import log_switches
 
 _COLUMN_LIST = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
 _COLUMNS = SQL(", ").join(map(Identifier, EVENT_COLUMNS))  # the same, for psycopg.sql
@@ -75,22 +79,18 @@ _RECORD_HASH_FIELD = EVENT_COLUMNS.index("record_hash")
 SWITCHES_LOOKED_AT = 200
 
 
-def switched_off_before(condition: dict[str, object]) -> bool:
+def switched_off_before(condition: dict[str, Any]) -> bool:
     """Whether the account or session of `condition` (a FlagCorrection's `if_switched_off`) switched
     one of its log kinds off earlier on the same server, in any source, and did not switch it back
     on since (a switch back on by them is flagged `anti_forensic` too, so it is among the events
     looked at). Session-only switches (sql_log_bin, sql_log_off) count for the same session only."""
-    from ingest.models import Event
-    from ingest.normalize import _SESSION_SWITCHES
-    from ingest.sql import log_switches
-
     user, session = condition.get("user"), str(condition["session"])
     session_id = session_id_of(session)
     who = Q(session_id=session_id) | Q(user=user) if user is not None else Q(session_id=session_id)
     rows = Event.objects.filter(who, server=condition["server"], flags__contains=["anti_forensic"])
     if condition.get("at"):
         rows = rows.filter(occurred_at__lte=datetime.fromisoformat(str(condition["at"])))
-    kinds = set(condition["kinds"])  # type: ignore[call-overload]
+    kinds = set(condition["kinds"])
     decided: set[str] = set()
     for sql, row_session in rows.order_by("-occurred_at", "-id").values_list("sql", "session_id")[
         :SWITCHES_LOOKED_AT
@@ -120,8 +120,6 @@ class EventWriter:
     def source_id(self) -> int:
         """The source whose custody chain records what this writer stores."""
         if self._source_id is None:
-            from ingest.models import SourceFile
-
             self._source_id = SourceFile.objects.values_list("source_id", flat=True).get(
                 pk=self.source_file_id
             )
@@ -187,8 +185,6 @@ class EventWriter:
                 self._chain_flag(c.flag, changed)
 
     def _chain_flag(self, flag: str, changed: list[tuple[datetime | None, bytes, int]]) -> None:
-        from ingest.models import SourceFile
-
         sources = dict(
             SourceFile.objects.filter(pk__in={f for _, _, f in changed}).values_list("pk", "source_id")
         )
@@ -196,10 +192,10 @@ class EventWriter:
             keys = sorted(event_key(t, h) for t, h, f in changed if sources[f] == source_id)
             append_link(source_id=source_id, kind="flags", flag=flag, keys=keys)
 
-    def _upsert_sessions(self, sessions: list[tuple[object, ...]]) -> None:
+    def _upsert_sessions(self, sessions: list[tuple[int, *tuple[object, ...]]]) -> None:
         # In the order of their ids: workers storing ranges of one backlog at once upsert some
         # of the same sessions, and rows locked in one order cannot deadlock.
-        sessions = sorted(sessions, key=lambda row: row[0])  # type: ignore[arg-type, return-value]
+        sessions = sorted(sessions, key=lambda row: row[0])
         columns: list[list[object]] = [list(column) for column in zip(*sessions, strict=True)]
         with connection.cursor() as cur:
             cur.execute(_SESSION_UPSERT, columns)

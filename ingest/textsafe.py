@@ -1,21 +1,9 @@
 """Text PostgreSQL can store, made from text a log (or a server we talk to) wrote. Pure: no Django.
 
-PostgreSQL's text and jsonb refuse two things Python strings hold easily: NUL (`\\x00`: a
-Connect user, a `program_name` written with `\\u0000`) and lone UTF-16 surrogates (a JSON log's
-`\\ud800`, which Python's json reads and PostgreSQL's UTF-8 cannot encode). One such value in a
-batch used to fail the whole transaction, every poll again. Three treatments, by use:
-
-- **Evidence fields** (an event's user, host, database...): the store removes NUL and replaces
-  a surrogate with U+FFFD (`displayable`); the event's raw bytes keep the original exactly, and
-  the session tracker reports the record as a problem saying which field held what.
-- **Messages** (a problem's reason, a gap's detail, a run's error): `storable` writes the
-  character as a visible escape (`\\x00`, `\\ud800`), so an operator reads what was there.
-- **Checkpoints** (a source's saved position and session state, a split's ranges): JSON that
-  must come back exactly as it was saved, or a resumed read would differ from one read straight
-  through. `escape_json` writes every NUL, surrogate and ESCAPE character as ESCAPE plus four
-  hex digits, inside every string (dictionary keys too); `unescape_json` reverses it. ESCAPE
-  is a private-use character, so escaping it too keeps the coding exact for any input.
-  `CheckpointEncoder` and `CheckpointDecoder` apply them to a model's JSONField.
+PostgreSQL's text and jsonb refuse NUL and lone UTF-16 surrogates, and one such value used to
+fail a whole batch on every poll. Evidence fields lose them (`displayable`), messages show them
+as escapes (`storable`), checkpoints code them losslessly (`escape_json`, `CheckpointEncoder`).
+Why three treatments: docs/architecture.md, "Text PostgreSQL refuses".
 """
 
 from __future__ import annotations
@@ -76,7 +64,7 @@ def _walk(value: Any, change: Any) -> Any:
 
 
 def escape_json(value: Any) -> Any:
-    """`value` (JSON-able) with every string coded so that jsonb can hold it; see the docstring."""
+    """`value` (JSON-able) with every string coded so that jsonb can hold it, reversibly."""
     return _walk(value, _code)
 
 

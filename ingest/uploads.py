@@ -9,6 +9,7 @@ import os
 import re
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -22,13 +23,18 @@ from ingest.follow import source_ingest_now
 from ingest.models import IngestRun, Source, SourceFile
 
 
-class _UploadInUploadDir(TemporaryUploadedFile):
-    """A temporary upload in UPLOAD_DIR itself, so that keeping it is a rename."""
+class HashedUpload(TemporaryUploadedFile):
+    """An upload as HashingUploadHandler keeps it: a temporary file in UPLOAD_DIR itself, so that
+    keeping it is a rename (never a copy across filesystems), with the SHA-256 of its bytes."""
 
-    def __init__(self, name: str, content_type: str, size: int, charset: str | None, extra: object) -> None:
+    sha256: str
+
+    def __init__(
+        self, name: str, content_type: str, size: int, charset: str | None, extra: dict[str, bytes] | None
+    ) -> None:
         settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
         file = tempfile.NamedTemporaryFile(suffix=".upload", dir=settings.UPLOAD_DIR)  # noqa: SIM115
-        UploadedFile.__init__(self, file, name, content_type, size, charset, extra)  # type: ignore[arg-type]
+        UploadedFile.__init__(self, file, name, content_type, size, charset, extra)
 
 
 # Room for the form's other fields beside the file in a request's declared length.
@@ -48,21 +54,26 @@ class HashingUploadHandler(FileUploadHandler):
 
     def _refuse(self) -> None:
         reason = f"The file is larger than the limit of {upload_limit_text()}."
-        self.request.upload_refused = reason  # type: ignore[union-attr]
+        self.request.upload_refused = reason  # type: ignore[union-attr]  # our attribute, read by the upload page
         if hasattr(self, "file"):
             self.file.close()  # a temporary file: closing deletes it
         raise StopUpload(connection_reset=False)  # Django reads and drops the rest of the body
 
-    def new_file(self, *args: object, **kwargs: object) -> None:
-        super().new_file(*args, **kwargs)  # type: ignore[arg-type]
-        declared = int(self.request.META.get("CONTENT_LENGTH") or 0)  # type: ignore[union-attr]
+    def new_file(
+        self,
+        field_name: str,
+        file_name: str,
+        content_type: str,
+        content_length: int | None,
+        charset: str | None = None,
+        content_type_extra: dict[str, bytes] | None = None,
+    ) -> None:
+        super().new_file(field_name, file_name, content_type, content_length, charset, content_type_extra)
+        declared = int(self.request.META.get("CONTENT_LENGTH") or 0)  # type: ignore[union-attr]  # Django gives every handler its request
         if declared > settings.MAX_UPLOAD_BYTES + FORM_ROOM:
             self._refuse()
-        settings.UPLOAD_DIR.mkdir(parents=True, exist_ok=True)
         self.sha256 = hashlib.sha256()
-        self.file = TemporaryUploadedFile(
-            self.file_name, self.content_type, 0, self.charset, self.content_type_extra
-        )
+        self.file = HashedUpload(file_name, content_type, 0, charset, content_type_extra)
         self.size = 0
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> None:
@@ -73,15 +84,15 @@ class HashingUploadHandler(FileUploadHandler):
         self.size += len(raw_data)
         return None
 
-    def file_complete(self, file_size: int) -> TemporaryUploadedFile:
+    def file_complete(self, file_size: int) -> HashedUpload:
         self.file.seek(0)
         self.file.size = file_size
-        self.file.sha256 = self.sha256.hexdigest()  # type: ignore[attr-defined]
+        self.file.sha256 = self.sha256.hexdigest()
         return self.file
 
 
 def upload_store(
-    *, uploaded: TemporaryUploadedFile, server: str, timezone: str, fmt: str, queue: object
+    *, uploaded: HashedUpload, server: str, timezone: str, fmt: str, queue: Callable[[int, int], object]
 ) -> tuple[Source, IngestRun]:
     """Keep an uploaded file (moved, not copied, into UPLOAD_DIR), record it with its SHA-256 as an
     upload source with its one file, and queue its ingest on commit."""
@@ -119,8 +130,8 @@ def upload_file_name(sent: str) -> str:
 
 
 def _upload_record(
-    uploaded: TemporaryUploadedFile, target: Path, name: str, *, server: str, timezone: str, fmt: str,
-    queue: object,
+    uploaded: HashedUpload, target: Path, name: str, *, server: str, timezone: str, fmt: str,
+    queue: Callable[[int, int], object],
 ) -> tuple[Source, IngestRun]:  # fmt: skip
     errors: list[str] = []
     (candidate,) = find_candidates(glob.escape(str(target)), errors)
@@ -143,15 +154,15 @@ def _upload_record(
             head_length=len(candidate.head),
             device=candidate.device,
             inode=candidate.inode,
-            received_sha256=uploaded.sha256,  # type: ignore[attr-defined]
+            received_sha256=uploaded.sha256,
             resume={"offset": 0, "line": 1, "last_time": None},
         )
         chain_file_hash(
             source_id=source.pk,
             source_file_id=SourceFile.objects.get(source=source).pk,
             file_bytes=candidate.size,
-            sha256=uploaded.sha256,  # type: ignore[attr-defined]
+            sha256=uploaded.sha256,
             scope="received",
         )
-        run = source_ingest_now(source, queue)  # type: ignore[arg-type]
+        run = source_ingest_now(source, queue)
     return source, run

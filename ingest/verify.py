@@ -423,9 +423,9 @@ def verify_files(v: Verification, files: Iterable[SourceFile]) -> None:
 
 def _check_file(path: Path, content: list[CustodyLink], received: list[CustodyLink]) -> tuple[bool, str]:
     """(altered?, what was found) for one candidate of a recorded file."""
-    digests, length = _prefix_hashes(path, [link.file_bytes for link in content])  # type: ignore[misc]
+    digests, length = _prefix_hashes(path, [link.file_bytes for link in content])  # type: ignore[misc]  # file links always have file_bytes
     for link in content:
-        got = digests.get(link.file_bytes)  # type: ignore[arg-type]
+        got = digests.get(link.file_bytes)  # type: ignore[arg-type]  # never None, as above
         if got is None:
             return True, f"has {length} bytes, but {link.file_bytes} were read (link {link.seq}): truncated"
         if got != link.file_sha256:
@@ -511,10 +511,10 @@ def _check_record_hash(v: Verification, row: dict[str, Any], what: str) -> None:
     probe = EventRecord(
         occurred_at=occurred,
         server=row["server"],
-        session=None,
+        session=None,  # type: ignore[arg-type]  # the record hash reads no session
         connection_id=None,
         user=None,
-        host=None,  # type: ignore[arg-type]
+        host=None,
         ip=None,
         database=None,
         command="",

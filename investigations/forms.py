@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 
 from ingest.parsers import AUTO, format_choices
+from ingest.sources import time_zone
 from investigations.cases import MAX_PINS_PER_REQUEST
 from investigations.models import MAX_CASE_TEXT, Case, Report
 from investigations.roles import Role
@@ -182,9 +182,4 @@ class UploadForm(forms.Form):
     timezone = forms.CharField(max_length=64, initial="UTC", help_text="Zone of times printed without one")
 
     def clean_timezone(self) -> str:
-        zone = self.cleaned_data["timezone"]
-        try:
-            ZoneInfo(zone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise forms.ValidationError(f"{zone!r} is not a time zone (e.g. UTC, Europe/Berlin).") from None
-        return str(zone)
+        return time_zone(self.cleaned_data["timezone"])

@@ -121,7 +121,7 @@ def test_every_format_names_the_same_culprit(api_client, tmp_path, make, compres
     assert rows[0]["tables"] == ["shop.orders"]  # the current database from the log qualifies it
     refused = api_client.get("/api/v1/events/", {"user": "mallory"}).json()["results"]
     assert [(r["command"], r["status"], "failed" in r["flags"]) for r in refused] == [
-        ("Connect", "1045", True)
+        ("Connect", "denied", True)
     ]
     # Again: nothing new.
     out = io.StringIO()

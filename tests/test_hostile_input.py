@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ingest.models import Event, ParseProblem
+from ingest.parsers import audit_csv
+from ingest.parsers.records import LogRecord, Problem
 
 pytestmark = pytest.mark.django_db
 
@@ -153,3 +155,23 @@ def test_a_forbidden_character_reference_is_a_problem_not_a_crash() -> None:
     items = list(xml_audit.parse(lines))
     assert [type(i) for i in items] == [Problem, LogRecord]
     assert items[1].argument == b"DELETE FROM t"
+
+
+def test_percona_csv_records_over_many_lines_are_read_in_one_pass() -> None:
+    """A statement over 100,000 lines is one record, and a quote that never closes over as many
+    is one problem that ends where the next record begins: each line is read once by each
+    reading (doubled quotes, backslash quotes), so this takes as long as its 4 MB (read again
+    from the record's start at every line, it would take hours)."""
+    head = b'"Query","1_x","2026-01-05T09:00:01 UTC","delete",7,0,"'
+    tail = b'","bob[bob] @ h [10.0.0.8]","h","","10.0.0.8","shop"\n'
+    quit_ = b'"Quit","3_x","2026-01-05T09:00:03 UTC",7,0,"bob","bob","","","h","10.0.0.8","shop"\n'
+    sql = b"DELETE FROM t WHERE a IN (\n" + b"  \"x\\\", 'y'\n" * 100_000 + b")"
+    never = head.replace(b"1_x", b"2_x") + b"DELETE FROM t WHERE a = '\n" + b"  x\\ y, z\n" * 100_000
+    data = head + sql.replace(b'"', b'""') + tail + never + quit_
+    items = list(audit_csv.parse(data.splitlines(keepends=True)))
+    assert [type(i) for i in items] == [LogRecord, Problem, LogRecord]
+    delete, problem, last = items
+    assert delete.argument == sql and "quoting" not in delete.extra
+    assert (problem.line, problem.offset) == (100_003, len(head + sql.replace(b'"', b'""') + tail))
+    assert "begins a record" in problem.reason and len(problem.raw) <= 2048
+    assert (last.command, last.line, last.offset) == ("Quit", 200_004, len(data) - len(quit_))

@@ -2,10 +2,12 @@
 be formatted for the store in a process that never asks the database for a session's id.
 Existing sessions and the events pointing at them are renumbered."""
 
+from django.apps.registry import Apps as StateApps
 from django.db import migrations
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 
-def renumber(apps, schema_editor):  # type: ignore[no-untyped-def]
+def renumber(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     from ingest.events import session_id_of
 
     Session = apps.get_model("ingest", "Session")

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
+from django.apps.registry import Apps as StateApps
 from django.db import migrations, models
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 OLD_DEFAULT, NEW_DEFAULT, PREFIX = (
     "AUDITWEB_MYSQL_PASSWORD",
@@ -28,7 +30,7 @@ def renamed(name: str) -> str:
     return (PREFIX + re.sub(r"[^A-Z0-9_]", "_", name.upper()))[:100]
 
 
-def prefix_names(apps, schema_editor) -> None:  # type: ignore[no-untyped-def]
+def prefix_names(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     Source = apps.get_model("ingest", "Source")
     for source in Source.objects.exclude(password_env=""):
         new = renamed(source.password_env)
@@ -36,7 +38,7 @@ def prefix_names(apps, schema_editor) -> None:  # type: ignore[no-untyped-def]
             Source.objects.filter(pk=source.pk).update(password_env=new)
 
 
-def back_to_the_old_default(apps, schema_editor) -> None:  # type: ignore[no-untyped-def]
+def back_to_the_old_default(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     apps.get_model("ingest", "Source").objects.filter(password_env=NEW_DEFAULT).update(
         password_env=OLD_DEFAULT
     )

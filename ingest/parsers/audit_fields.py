@@ -100,6 +100,16 @@ def outcome(code: str | int | None) -> str | None:
     return "ok" if text == "0" else text
 
 
+def login_status(command: str, status: str | None, extra: dict[str, str]) -> str | None:
+    """`status` as stored, but `denied` for a refused login (a Connect whose code is not 0), as
+    the general log and server_audit say it, so that one filter finds them in every format; the
+    server's code (1045: a wrong password) stays in `extra["status"]`."""
+    if command != "Connect" or status in (None, "ok", "denied"):
+        return status
+    extra["status"] = status
+    return "denied"
+
+
 def to_int(text: str | int | None) -> int | None:
     if text is None:
         return None

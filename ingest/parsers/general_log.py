@@ -1,61 +1,9 @@
 """The general query log file of MySQL 5.0-8.x and MariaDB: bytes lines in, records out.
 
-Pure: no Django, no file opening. The caller hands over the raw lines of a binary
-stream (each with its b"\\n", the last one may lack it) and gets, in file order:
-
-- `LogRecord` for every entry (a statement, a connection event, any server command);
-- `ServerStart` for every start banner (`mysqld, Version: ... started with:` and the
-  `Tcp port:` and `Time Id Command Argument` lines under it);
-- `Problem` for bytes that belong to no record, and for a record whose time cannot be read.
-
-The layouts, as the servers write them (`\\t` is a tab):
-
-    MySQL 5.0       051007 21:55:24\\t     42 Connect     root@localhost on db1
-                    \\t\\t     42 Query       SELECT 1
-    MySQL 5.1-5.6,  100211  0:55:24\\t   51 Query\\tSELECT 1
-    MariaDB         \\t\\t   51 Quit\\t
-    MySQL 5.7, 8.x  2016-06-07T19:07:02.558338Z\\t    3 Query\\tSELECT 1
-                    2018-09-07T18:45:40.098124+08:00\\t257426 Quit\\t
-
-Rules this parser keeps:
-
-1. A line that starts a record (an optional time, a connection id, a known command)
-   begins a new record. Any other line continues the record before it: statements
-   span lines, and the argument keeps their newlines. `raw` is every byte of the
-   record, so the raws of all records and banners concatenate back to the input
-   (plus the bytes reported in Problems, see 4).
-2. Times. The old layout prints `YYMMDD HH:MM:SS` only when the second changes; each
-   record carries the last printed time forward, as a naive datetime (server local
-   time; the pipeline applies the source's zone). The ISO layout gives aware datetimes.
-   Before any printed time, `occurred_at` is None. The carried time survives a banner:
-   MariaDB reopening its log (SET GLOBAL general_log=ON, FLUSH LOGS) prints the banner
-   without reprinting the time of the second it is in, while a real restart always
-   prints a time on its first record.
-3. An impossible time (month 13, hour 25) is never guessed: the record is kept with
-   `occurred_at=None` and `extra["invalid_time"]`, a Problem at the record's offset
-   tells why, and the records after it (which the server logged in that same second)
-   carry None too, until a valid time is printed.
-4. Bytes that can be no record, because no record precedes them (garbage at the start
-   of a file, or lines after a banner before the next record), become one Problem per
-   run of such lines, with the first PROBLEM_EXCERPT_BYTES bytes and a reason giving
-   the lines and bytes it covers. Nothing is dropped silently.
-5. The argument is bytes, exactly as logged (NUL bytes and invalid UTF-8 included),
-   without the record's final line terminator (b"\\n", or b"\\r\\n" from a log that went
-   through a Windows tool). User, host, database and version are decoded as UTF-8
-   with "replace": they are labels; `raw` keeps the original bytes.
-6. Connect and Change user records say who: `user`, `host` (the text after the last
-   "@"), `ip` (when the host is an address), `database` (None when the line names
-   none), and in `extra` the connection type and the "as" account. `status` is
-   "denied" on "Access denied ..." lines and None otherwise: MariaDB writes the
-   "user@host on db" line when a login starts, before checking it, so that line alone
-   proves no success (a refusal follows later as a second Connect of the same id).
-7. A banner is written whenever the server opens the log file: at start-up, but also
-   on SET GLOBAL general_log=ON and FLUSH LOGS, when connection ids go on rather
-   than start over.
-
-Resuming: a `GeneralLogParser` can stop anywhere; `resume_point()` says at which byte
-offset, line number and carried time a new parser must start to yield exactly the
-items not yet yielded (the start of the record or banner still pending).
+Pure: no Django, no file opening. A record ends only where the next one begins (statements span
+lines, and old layouts print a time only when the second changes), so `GeneralLogParser` carries
+the time forward and can stop anywhere: `resume_point()` says where a new parser must start.
+Layouts and the rules kept: docs/formats.md, 'general_log'.
 """
 
 from __future__ import annotations
@@ -642,7 +590,7 @@ def resumable(*, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_H
 def parse(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record, banner and problem of a general log, in order. See the module docstring.
+    """Every record, banner and problem of a general log, in order (docs/formats.md, 'general_log').
 
     `hints.last_time`: the time the log printed last before these lines (the file before it
     of a rotated set), carried by records that print none."""

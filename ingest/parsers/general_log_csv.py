@@ -1,18 +1,8 @@
 """`general_log.CSV`: the CSV engine's data file of the `mysql.general_log` table (log_output=TABLE).
 
-Copied out of a datadir; pure (no Django). One physical line a row, as ha_tina writes it:
-
-    "2026-11-22 12:30:01.123456","alice[alice] @ localhost [127.0.0.1]",31,1,"Query","SELECT 1"
-
-String and time columns are quoted, numbers are not; inside quotes `\\` writes `\\\\`,
-`"` writes `\\"`, a newline `\\n` and a carriage return `\\r`; every other byte (tab, NUL,
-invalid UTF-8) is written as is. MariaDB's argument is utf8mb3 text: bytes that are
-not UTF-8 reach the table already rewritten as the text `\\xFF`; MySQL's MEDIUMBLOB keeps
-them. Quirk: the CSV engine prints event_time in the time zone of the session that wrote
-the row (normally the server's), so times are naive.
-
-The columns, the record made of a row and what the table cannot tell are described in
-ingest/parsers/general_log_table.py, shared with the INTO OUTFILE export and live rows.
+Copied out of a datadir; pure (no Django). One physical line a row, backslash-escaped inside
+quotes; times are naive (the zone of the session that wrote the row).
+Layout and escapes: docs/formats.md, 'general_log_csv'.
 """
 
 from __future__ import annotations

@@ -1,35 +1,9 @@
-"""The `mysql.general_log` table (log_output=TABLE): its rows, its CSV file, its TSV export.
+"""The `mysql.general_log` table (log_output=TABLE): what its rows, its CSV file and its TSV export share.
 
 Pure: no Django, no database connection (ingest/mysql_table.py pulls live rows and hands
-them to `row_record`). The table has the same columns in MariaDB 10.x/11.x and MySQL 5.1-8.x:
-
-    event_time    TIMESTAMP(6)   when the server logged the command (MySQL 5.5: no fraction)
-    user_host     MEDIUMTEXT     "priv_user[user] @ host [ip]", see parse_user_host
-    thread_id     BIGINT         the connection id
-    server_id     INT            @@server_id of the server that wrote the row
-    command_type  VARCHAR(64)    "Query", "Connect", "Quit", "Init DB"... (as in the log file)
-    argument      MEDIUMTEXT (MariaDB) / MEDIUMBLOB (MySQL): the SQL, or the Connect text
-
-Three ways in, one record shape out (`row_record`):
-
-1. Live rows (ingest/mysql_table.py): `raw` is a canonical serialisation, see `canonical_row`.
-2. `general_log.CSV`, the CSV engine's data file copied out of a datadir: its own format,
-   ingest/parsers/general_log_csv.py.
-3. `SELECT * FROM mysql.general_log INTO OUTFILE '...'` with the default options: its own
-   format, ingest/parsers/general_log_tsv.py.
-
-The two files are two formats (two `--format` names, two recognisers), so each has its
-module in the registry (ingest/parsers/__init__.py); what they share, the row, is here.
-
-Every record keeps the bytes of its row exactly as in the file and its byte offset and
-1-based line. A line that is no row (wrong number of fields, a bad number, an
-unterminated quote) becomes a Problem, and reading goes on with the next row. A time
-that cannot be (month 13) keeps the record with `occurred_at=None` and
-`extra["invalid_time"]`, and a Problem at the record's position tells why.
-
-What the table cannot tell, whatever way it is read: byte offsets in a log (a live row's
-position is the server, the table and the row's identity: event_time, thread_id and the
-hash of its canonical serialisation), rows affected, or success.
+them to `row_record`). Three ways in, one record shape out (`row_record`); the two files are
+two formats with their own modules. Columns and what the table cannot tell: docs/formats.md,
+'general_log_table'.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ Quirk: a carriage return is written as is, so a row ends at "\\n" only; "\\r\\n"
 the end of a line is an argument ending in "\\r", never a Windows line end.
 
 The columns, the record made of a row and what the table cannot tell are described in
-ingest/parsers/general_log_table.py, shared with the CSV engine file and live rows.
+docs/formats.md, 'general_log_table', shared with the CSV engine file and live rows.
 """
 
 from __future__ import annotations

@@ -1,47 +1,9 @@
 """JSON audit logs: McAfee/Trellix audit plugin, Percona audit_log, MySQL Enterprise Audit and
 the MySQL 8 / Percona 8 audit_log_filter. Pure: no Django. Bytes lines in, records out.
 
-The layouts, told apart by their keys (one file may be read without knowing which):
-
-    McAfee/Trellix   one object a line: {"msg-type":"activity","date":"1516567908029",
-                     "thread-id":"26","user":"root","priv_user":"root","host":"localhost",
-                     "ip":"","cmd":"select","query":"select 1","rows":"1","status":"0",
-                     "objects":[{"db":"shop","name":"orders","obj_type":"TABLE"}]}
-    Percona          one object a line: {"audit_record":{"name":"Query","timestamp":
-                     "2021-06-30T15:07:58 UTC","connection_id":"2","status":0,
-                     "sqltext":"...","user":"root[root] @ localhost []","host":...,"db":...}}
-    MySQL Enterprise a JSON array of pretty-printed objects over many lines (audit_log_format
-    and audit_log_filter  =JSON), or one object a line ending in "," (newer servers):
-                     {"timestamp":"2019-10-03 14:23:35","id":2,"class":"general",
-                      "event":"status","connection_id":5,"account":{"user":"root",
-                      "host":"localhost"},"login":{"user":"root","os":"","ip":"::1"},
-                      "general_data":{"command":"Query","query":"SHOW VARIABLES","status":0}}
-
-How it is read:
-
-1. A scanner splits the byte stream into top-level objects without reading the file
-   whole: it follows strings, escapes and nesting, so an object may span any number of
-   lines and a line may hold several. A line that is one whole object takes a fast path
-   (json.loads of the line). Each object keeps its exact raw bytes, offset and first line.
-2. Between objects only white space, `[`, `]` and `,` may stand (the array envelope);
-   anything else becomes a Problem with its position. So does an object that is not
-   valid JSON (e.g. documentation samples hard-wrapped inside strings), one nested deeper
-   than json can read, one longer than MAX_OBJECT_BYTES (skipped to its end; a one-line
-   object too), and one unfinished at the end of the file. An object cut short elsewhere
-   (a crash mid-write, then the server appended again) must not swallow what follows:
-   inside a string the line's end ends it (JSON strings hold no raw newline), outside
-   one a line that opens with `{` at the column where the open object began does, and
-   so does a line that is one whole record of a known layout.
-3. Records map to the general log's vocabulary. Connect / Quit / Change user for
-   connection events (a refused login keeps its error code as status); Query for a
-   statement: McAfee records with a `query`, Percona `Query`, Enterprise `general`
-   events `status` (written after the statement, with its outcome; the `log` event
-   written before it becomes `Query log`, and audit_log_filter's `query_start` /
-   `query_status_end` keep their names, so that each statement counts once). Table
-   access events become `Table READ`, `Table INSERT`, ... naming the table. Other events
-   (startup, shutdown, audit, command_start...) keep their own names.
-4. Times: McAfee's `date` is milliseconds since the epoch; Percona's names UTC; MySQL
-   Enterprise and audit_log_filter write UTC without saying so (their documentation).
+The layouts are told apart by their keys, and an object may span lines, so a scanner splits the
+stream into objects without reading the file whole. Layouts and how they are read:
+docs/formats.md, 'json_audit'.
 """
 
 from __future__ import annotations
@@ -55,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
+from ingest.parsers.audit_fields import login_status, outcome, parse_time, parse_user_host, to_int
 from ingest.parsers.digits import EPOCH_DIGITS, clock_in
 from ingest.parsers.records import (
     NO_HINTS,
@@ -419,7 +381,7 @@ def _mcafee(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
         host=_text(v.get("host")),
         ip=_text(v.get("ip")),
         database=_text(v.get("db")) or (databases[0] if command == "Init DB" and databases else None),
-        status=status,
+        status=login_status(command, status, extra),
         rows_affected=to_int(_text(v.get("rows"))),
         extra=extra,
     )
@@ -450,7 +412,7 @@ def _percona(r: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord
         host=host,
         ip=ip,
         database=_text(r.get("db")),
-        status=outcome(_text(r.get("status"))),
+        status=login_status(name, outcome(_text(r.get("status"))), extra),
         extra=extra,
     )
 
@@ -583,7 +545,7 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         host=host,
         ip=ip,
         database=database,
-        status=status,
+        status=login_status(command, status, extra),
         extra=extra,
     )
 
@@ -591,7 +553,7 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
 def parse(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record and problem of a JSON audit log, in order. See the module docstring."""
+    """Every record and problem of a JSON audit log, in order (docs/formats.md, 'json_audit')."""
     scanner = _Scanner(start_offset, start_line)
     yield from checked_integers(scanner.feed(lines))
     yield from checked_integers(scanner.finish())

@@ -1,113 +1,9 @@
 """The MariaDB `server_audit` plugin log (file output, or syslog lines): bytes lines in, records out.
 
-Pure: no Django, no file opening. The caller hands over the raw lines of a binary stream
-(each with its b"\\n", the last one may lack it) and gets, in file order, a `LogRecord` for
-every audit record and a `Problem` for bytes that are none.
-
-One record a line, ten comma-separated fields (server_audit_output_type=file):
-
-    20230101 12:00:00,db1,alice,10.0.0.7,42,0,CONNECT,shop,,0
-    20230101 12:00:01,db1,alice,10.0.0.7,42,17,WRITE,shop,orders,
-    20230101 12:00:01,db1,alice,10.0.0.7,42,17,QUERY,shop,'DELETE FROM orders WHERE note = \\'x\\'',0
-    20230101 12:00:02,db1,alice,10.0.0.7,42,0,DISCONNECT,shop,,0
-
-    timestamp,serverhost,username,host,connectionid,queryid,operation,database,object,retcode
-
-Operations and what this parser makes of them (`command` names what the server did,
-in the words the general log and the rest of AuditWeb use, so that the session
-tracker and the classifier need no second vocabulary):
-
-- CONNECT -> "Connect"; FAILED_CONNECT -> "Connect" with status "denied" (whatever the
-  code: the server refused the login; `extra["retcode"]` keeps the code, 1045 for a bad
-  password); DISCONNECT -> "Quit"; CHANGEUSER -> "Change user". Object is empty, or the
-  TLS version in MariaDB 12.0.1+ (kept in `extra["object"]`); the argument is b"".
-- QUERY (and QUERY_DDL, QUERY_DML, QUERY_DCL, QUERY_DML_NO_SELECT, and any other
-  QUERY_* a newer plugin may print) -> "Query": the argument is the statement, unescaped.
-  It is logged when the statement ends, after the TABLE events it caused.
-- READ, WRITE, CREATE, ALTER, RENAME, DROP (server_audit_events=TABLE: one record per table
-  a statement opened, with the query id of that statement) -> "Table READ", "Table WRITE"...
-  The prefix keeps them apart from statements (the classifier must not read a table name
-  as SQL, and the tracker must not count them as statements), and the operation stays
-  readable in the UI. The argument is the object as written: the table name, or for
-  RENAME "old|newdb.new" (`extra["renamed_to"]` holds "newdb.new"). They have no return
-  code: status None.
-- Anything else (AUDIT_CONFIG of MariaDB Enterprise, future operations) -> the operation
-  name as written, the object as the argument.
-
-Status: "ok" for return code 0, the code as text for any other ("1146": the statement
-failed, and the code says why), "denied" for FAILED_CONNECT, None when the record has no
-code (TABLE events). `extra["retcode"]` always keeps the code as written.
-`extra` also holds "query_id", "serverhost" and "operation" as written.
-
-Quirks, each handled in one place:
-
-1. The statement is single-quoted. Since MariaDB 10.2-ish (plugin 1.4.4+) `'` and `\\` are
-   escaped with a backslash and so are newline, tab, CR, backspace and form feed
-   (`\\n \\t \\r \\b \\f`), so a record is one line; `_unescape` undoes that. Plugin 1.4.0-1.4.3
-   turned white space into spaces (lossy: nothing to undo). Older plugins wrote newlines
-   as they are, so a statement spans lines: a QUERY whose closing quote is not on its
-   line takes the following lines until one ends with `',<retcode>`, and its argument
-   keeps the newlines. A record line never continues one. The closing quote is the last
-   `'` of the record, followed by `,<retcode>` (and maybe more fields); the SQL between
-   cannot hold an unescaped quote, so the last one is the right one.
-2. A QUERY whose quote never closes (a log cut mid-record, or a statement cut by
-   server_audit_query_log_limit in a plugin that then crashed) is kept as a record with
-   what is there, status None and `extra["unterminated"]="true"`, and a Problem at its
-   offset says so (the Problem holds no bytes of its own: the record has them).
-   Statements longer than server_audit_query_log_limit (1024 bytes by default) are cut
-   by the server with the quote closed: nothing in the log tells, so nothing here can.
-3. Times. The default "20230101 12:00:00" is server local time: a naive datetime (the
-   pipeline applies the source's zone). MariaDB Enterprise's server_audit_timestamp_format
-   can give "20231207T13:14:28.481161+0100": an aware datetime. An impossible time (month
-   13) is never guessed: the record gets occurred_at None and `extra["invalid_time"]`, and
-   a Problem at its offset says why.
-4. Host. When the server knows no host name it logs the IP. MariaDB 12.0.1+ appends the
-   client port ("192.168.1.24:54312", "localhost:unavailable"): it goes to
-   `extra["port"]`. Leading spaces (seen in MariaDB's documentation samples) are
-   dropped. `ip` is set when the host is an address.
-5. Fields after the return code (MariaDB Enterprise 12.x adds the TLS version as an 11th
-   field) go to `extra["after_retcode"]`, verbatim. A RENAME written as
-   "db,old,newdb,new" (Enterprise documentation) is read like "db,old|newdb.new".
-6. The user name may hold commas (the fields around it cannot: host names and the digits
-   of the ids), so it is found between the server host and `,<host>,<id>,<id>,<OP>,`.
-7. Syslog (server_audit_output_type=syslog): the plugin sends "<info> <record>" where the
-   record has no timestamp (syslog stamps it) and <info> is server_audit_syslog_info,
-   empty by default. What is read before it, in every form a daemon writes to a file or
-   a receiver gets on the wire (each seen from rsyslog: tests/fixtures/server_audit_syslog/):
-   - a syslog file: "Mar  1 12:00:00 host tag[pid]: " (or an RFC 3339 time, rsyslog's
-     RSYSLOG_FileFormat);
-   - RFC 3164 on the wire: the same after "<PRI>", with the host ("<14>Mar  1 12:00:00 vm
-     tag: ", RSYSLOG_TraditionalForwardFormat) or without it, as syslog(3) sends it to
-     /dev/log ("<14>Mar  1 12:00:00 tag: "), or with an RFC 3339 time
-     (RSYSLOG_ForwardFormat);
-   - RFC 5424: "<PRI>1 TIME HOST APP PROCID MSGID SD " (each "-" when nil; SD "-" or
-     "[id k=\"v\"]..."), maybe a UTF-8 BOM, then the message (RSYSLOG_SyslogProtocol23Format).
-   `extra` keeps "syslog_pri" as written and, for a PRI up to 191, "syslog_facility" and
-   "syslog_severity" by name (a larger PRI is read, with a Problem noting it); and
-   "syslog_host", "syslog_tag" (RFC 5424's APP-NAME), "syslog_pid" (PROCID),
-   "syslog_version", "syslog_msgid", "syslog_structured_data" and "syslog_info" when
-   present. A "<" that starts no PRI, a header cut short or structured data longer than
-   8 KiB make the line no record (quirk 8). Lines that kept the plugin's own timestamp
-   after the header are read with it. A BSD syslog time has no year: pass `year` (the
-   year of the first record, e.g. from the file's mtime); each time the month goes back
-   (December -> January) the year goes on by one. Without `year` such records have
-   occurred_at None and `extra["syslog_time"]` (also "-" for RFC 5424's nil time).
-8. Bytes that are no record (a comment line, garbage, a blank line) become one Problem
-   per run of such lines, with the first PROBLEM_EXCERPT_BYTES bytes and a reason giving
-   the lines and bytes it covers. Nothing is dropped silently, and the raws of the records
-   and the sizes of the Problems account for every byte of the input.
-9. User, host, database and server host are decoded as UTF-8 with "replace" (labels);
-   the argument stays bytes, exactly as logged once unescaped (NULs, invalid UTF-8).
-10. MariaDB 10.11's CHANGEUSER record has an empty user and host, and in the database
-   field hundreds of bytes that are no name (seen: 400 times "O"): the new user is
-   only known from the records after it. A database field longer than a database name
-   can be (256 bytes) is not taken as one: database None, its first 256 bytes kept in
-   `extra["database_field"]`. The plugin also writes CHANGEUSER with the new account and
-   `mysql` as the database whatever the client chose, and its QUERY records after a change
-   of user go on naming the old account and `mysql` (the session tracker deals with that):
-   a CHANGEUSER's database field is never taken as the database either (kept the same way).
-
-The plugin never logs rows affected.
+Pure: no Django, no file opening. Operations are named in the general log's words (CONNECT ->
+"Connect", QUERY -> "Query", TABLE events -> "Table WRITE"...), so the session tracker and the
+classifier need no second vocabulary. The plugin never logs rows affected.
+Layouts, operations and the ten quirks: docs/formats.md, 'server_audit'.
 """
 
 from __future__ import annotations
@@ -376,7 +272,7 @@ def parse(
 def _parse_server_audit(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, year: int | None = None
 ) -> Iterator[Item]:
-    """Every record and problem of a server_audit log, in order. See the module docstring.
+    """Every record and problem of a server_audit log, in order (docs/formats.md, 'server_audit').
 
     1. A line that starts a record (optional syslog prefix, then the header up to the
        operation) is read at once, unless it is a QUERY whose quote does not close on it:

@@ -1,39 +1,8 @@
 """XML audit logs: MySQL Enterprise Audit and Percona's audit_log / audit_log_filter plugins.
 
-Pure: no Django, no file opening. Bytes lines in, records out, in file order. Two layouts,
-both inside an `<AUDIT>` element after an XML declaration:
-
-    NEW (audit_log_format=NEW, the default):   OLD (audit_log_format=OLD):
-      <AUDIT_RECORD>                             <AUDIT_RECORD
-        <NAME>Query</NAME>                           NAME="Query"
-        <TIMESTAMP>2019-10-03T14:09:38 UTC</...>     TIMESTAMP="2019-10-03T14:25:24 UTC"
-        <CONNECTION_ID>5</CONNECTION_ID>             CONNECTION_ID="4"
-        <USER>root[root] @ localhost [127.0.0.1]</USER>   USER="root[root] @ localhost []"
-        <SQLTEXT>DROP TABLE t</SQLTEXT>              SQLTEXT="DROP TABLE IF EXISTS t"/>
-      </AUDIT_RECORD>
-
-How it is read:
-
-1. A scanner finds each record's bytes (from `<AUDIT_RECORD` to its `</AUDIT_RECORD>`, or
-   to the `/>` outside quoted attribute values) without parsing the document: a log that
-   is still being written has no `</AUDIT>` yet, and a file can be any size. Each record
-   keeps its exact raw bytes, byte offset and first line.
-2. Each record alone is parsed with ElementTree. A record never holds a DTD (`<!`), so no
-   entity can be declared or expanded (no billion laughs, no external entities). A record
-   that is not well-formed as bytes is tried again as UTF-8 with replacement characters
-   and without the control bytes XML forbids (its raw bytes stay as they were); if it
-   still is not, it becomes a Problem.
-3. Between records only the envelope may stand (`<?xml ...?>`, `<AUDIT>`, `</AUDIT>`,
-   white space): anything else becomes a Problem with its position, never dropped. A
-   record longer than MAX_RECORD_BYTES, or unfinished at the end, becomes a Problem.
-
-Records map to the general log's vocabulary: NAME `Connect`, `Quit`, `Query`,
-`Change user` and `Execute` keep their names (a Connect with a non-zero STATUS is a
-refused login: status is the error code); every other NAME (`Audit`, `NoAudit`,
-`Query Start`, `Command Start`, ... of audit_log_filter, which writes several records per
-statement) keeps its own name, so that only `Query` counts as the statement. USER is
-either a bare name (Connect records; PRIV_USER is then the account) or
-`priv_user[user] @ host [ip]`. Times name their zone (`UTC`) or are server-local (naive).
+Pure: no Django, no file opening. A log still being written has no `</AUDIT>`, so each record
+is found by a scanner and parsed alone with ElementTree; a record never holds a DTD, so no entity
+is expanded. Layouts (NEW, OLD) and how they are read: docs/formats.md, 'xml_audit'.
 """
 
 from __future__ import annotations
@@ -43,7 +12,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
-from ingest.parsers.audit_fields import outcome, parse_time, parse_user_host, to_int
+from ingest.parsers.audit_fields import login_status, outcome, parse_time, parse_user_host, to_int
 from ingest.parsers.digits import clock_in
 from ingest.parsers.records import (
     NO_HINTS,
@@ -372,7 +341,7 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     user, account, host, ip = _who(
         pop("USER", ""), fields.get("PRIV_USER", ""), pop("HOST", ""), pop("IP", "")
     )
-    status = outcome(pop("STATUS", None))  # a refused Connect keeps its code (e.g. 1045)
+    status = outcome(pop("STATUS", None))
     when_text = pop("TIMESTAMP", "")
     connection_id = to_int(pop("CONNECTION_ID", None))
     sql = pop("SQLTEXT", "")
@@ -388,19 +357,20 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     when = parse_time(when_text) if when_text else None
     if when_text and when is None:
         extra["invalid_time"] = when_text
+    command = name if name in _COMMANDS else (name or "Unknown")
     return LogRecord(
         line=line,
         offset=offset,
         raw=raw,
         occurred_at=when,
         connection_id=connection_id,
-        command=name if name in _COMMANDS else (name or "Unknown"),
+        command=command,
         argument=sql.encode("utf-8", "surrogateescape"),
         user=user or None,
         host=host or None,
         ip=ip or None,
         database=database,
-        status=status,
+        status=login_status(command, status, extra),  # a refused login: its code in extra
         extra=extra,
     )
 
@@ -408,7 +378,7 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
 def parse(
     lines: Iterable[bytes], *, start_offset: int = 0, start_line: int = 1, hints: Hints = NO_HINTS
 ) -> Iterator[Item]:
-    """Every record and problem of an XML audit log, in order. See the module docstring."""
+    """Every record and problem of an XML audit log, in order (docs/formats.md, 'xml_audit')."""
     scanner = _Scanner(start_offset, start_line)
     yield from checked_integers(scanner.feed(lines))
     yield from checked_integers(scanner.finish())

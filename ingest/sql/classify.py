@@ -1,53 +1,9 @@
 """Classify a logged SQL string: statement type, tables, destructive, flags, fingerprint.
 
-Pure Python (sqlglot, no Django); never raises on any input.
-
-Decisions other parts rely on:
-
-- **statement_type** is an upper-case verb phrase: the first keyword, or the
-  first two for object statements ("DROP TABLE", "CREATE USER", "ALTER
-  TABLE", "RENAME TABLE", "LOAD DATA", "SET PASSWORD"). Synonyms are folded:
-  SCHEMA -> DATABASE, START TRANSACTION -> BEGIN, DESC -> DESCRIBE, DROP
-  PREPARE -> DEALLOCATE PREPARE, PURGE MASTER LOGS -> PURGE BINARY LOGS,
-  RESET BINARY LOGS AND GTIDS -> RESET MASTER. Statements that run another
-  one take its type (SET STATEMENT ... FOR, EXPLAIN ANALYZE, MariaDB
-  ANALYZE). `TABLE t` and `VALUES ...` are "SELECT". "" for an empty
-  string, "UNKNOWN" (flagged "unparsed") when the first word is no SQL verb.
-- **tables** are "db.table", qualified with the caller's `database` when the
-  statement does not say; unqualified names stay bare when no database is
-  known. Names keep their case (table names are case-sensitive on Linux
-  servers); only information_schema, which the server folds, is lower-cased.
-  Database-wide statements (CREATE/ALTER/DROP DATABASE, GRANT ON db.*) list
-  "db.*" ("*.*" for GRANT ON *.*): a search for a table should also match
-  "<its db>.*". USE lists nothing (see `use_database`). Routines called by
-  CALL are unknown and list nothing.
-- **targets** (beyond the agreed fields) lists the tables the statement
-  writes: for `DELETE t FROM orders t JOIN customers c ...` tables are
-  (shop.customers, shop.orders) and targets (shop.orders,).
-- **flags**: "no_where" (DELETE/UPDATE without WHERE, or with one that is
-  always true: 1=1, 1, TRUE, 'a'='a', id=id, ... OR 1=1; a LIMIT or a join
-  condition does not count as a WHERE), "multi_table", "multi_statement",
-  "unparsed", "truncated", "privilege_change", "anti_forensic", "routine"
-  (CALL, and creating a routine/trigger/event), "destructive_body" (a created
-  routine/trigger/event whose body destroys data), "unclassifiable" (a bug of
-  ours met this statement: it is kept as UNKNOWN rather than raising).
-- **destructive** for several statements in one string is true if any part
-  is; the type is the first destructive part's.
-
-Caching, three levels, each bounded at 50,000 entries:
-
-1. (logged string, database) -> Classification: verbatim repeats cost one
-   dict lookup (strings up to 1 KiB; the dict is emptied when full).
-2. (key, database) -> Classification, where the key is the statement with
-   literals replaced (see lexer): statements differing only in values cost
-   the key computation and a lookup. Keys whose answer depends on literal
-   values (constant WHERE, SET of a logging variable, PREPARE text) are
-   marked and worked out per text.
-3. shape -> Analysis, tables as (db or None, name): sqlglot runs once per
-   statement shape, and each caller's database qualifies the names.
-
-Levels 2 and 3 evict first-in first-out and also cap the characters of their
-keys (16 M each).
+Pure Python (sqlglot, no Django); never raises on any input, since every log line reaches it.
+Three bounded caches (verbatim text, literal-free key, statement shape) keep sqlglot to once a
+shape. The decisions other parts rely on, and the caches: docs/architecture.md, "Classifying a
+statement".
 """
 
 from __future__ import annotations
@@ -55,6 +11,8 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, replace
+from enum import Enum
+from typing import TypeVar
 
 from ingest.sql.lexer import (
     clean,
@@ -111,7 +69,11 @@ class Classification:
 _EMPTY = Classification("", (), False, frozenset(), "")
 
 
-class _FifoCache(dict):  # type: ignore[type-arg]
+_Key = TypeVar("_Key", bound="tuple[str, str | None] | str")
+_Value = TypeVar("_Value")
+
+
+class _FifoCache(dict[_Key, _Value]):
     """A dict that forgets its oldest entries beyond _CACHE_SIZE entries or _CACHE_CHARS of keys.
 
     First in, first out: dicts keep insertion order, and a log's working set of
@@ -121,7 +83,7 @@ class _FifoCache(dict):  # type: ignore[type-arg]
 
     chars = 0
 
-    def remember(self, key: tuple[str, str | None] | str, value: object) -> None:
+    def remember(self, key: _Key, value: _Value) -> None:
         with _LOCK:
             if key not in self:
                 self.chars += _key_chars(key)
@@ -141,12 +103,18 @@ def _key_chars(key: tuple[str, str | None] | str) -> int:
     return len(key) if isinstance(key, str) else len(key[0])
 
 
+class _Marker(Enum):
+    """A one-member enum rather than a bare object(), so that `hit is _BY_TEXT` narrows types."""
+
+    BY_TEXT = "by text"
+
+
+_BY_TEXT = _Marker.BY_TEXT
 # (key, database) -> Classification, or _BY_TEXT when that key's answer
 # depends on literal values and must be worked out for each text.
-_RESULTS = _FifoCache()
+_RESULTS: _FifoCache[tuple[str, str | None], Classification | _Marker] = _FifoCache()
 # shape -> Analysis, shared by every database and every literal variant.
-_ANALYSES = _FifoCache()
-_BY_TEXT = object()
+_ANALYSES: _FifoCache[str, Analysis] = _FifoCache()
 _LOCK = threading.Lock()
 # Verbatim repeats (pings, BEGIN/COMMIT, SET NAMES, an application's same
 # query with the same values) are most of a busy log: a plain dict keyed by
@@ -165,9 +133,9 @@ def clear_cache() -> None:
 def classify(sql: str, database: str | None = None) -> Classification:
     """Classify `sql` as run with `database` as the current schema."""
     exact = (sql, database)
-    hit = _EXACT.get(exact)
-    if hit is not None:
-        return hit
+    known = _EXACT.get(exact)
+    if known is not None:
+        return known
     # Clean (as lexer.clean), compute the key, one or two dict lookups.
     text = sql.strip(" \t\r\n\f\v\x00;")
     if "\x00" in text:
@@ -198,8 +166,8 @@ def classify(sql: str, database: str | None = None) -> Classification:
     if len(sql) <= _EXACT_MAX_LEN:
         if len(_EXACT) >= _CACHE_SIZE:
             _EXACT.clear()  # cheaper on this path than evicting one by one
-        _EXACT[exact] = hit  # type: ignore[assignment]
-    return hit  # type: ignore[return-value]
+        _EXACT[exact] = hit
+    return hit
 
 
 def fingerprint(sql: str) -> str:
@@ -244,7 +212,7 @@ def _analysis(text: str, key: str) -> Analysis:
     shape = shape_of(key)
     cached = _ANALYSES.get(shape)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     result = analyse(text, key)
     if not result.literal_sensitive:
         _ANALYSES.remember(shape, result)

@@ -1,23 +1,9 @@
 """Lexing MySQL text without a parser: cleaning, cache keys, fingerprints, comments, splitting.
 
-This runs on every statement of every log, so the common case (no comments,
-plain quoting, backticks only around plain names) is done with `str` methods
-and regexes whose first character is a fixed set (the `re` engine then skips
-ahead in C). Statements with comments or unusual quoted names go through the
-full lexer (`full_lexer_key`), which the quick passes agree with on valid SQL.
-
-Three forms of a statement are used by the classifier:
-
-- *text*: the statement as logged, minus surrounding whitespace, `;` and NUL.
-- *bare*: text with comments removed and executable comments (`/*!50001 ... */`,
-  MariaDB `/*M!100101 ... */`) unwrapped; literals intact. Parsed by sqlglot.
-- *key*: bare with every string and number replaced by `?` and whitespace
-  folded; identifiers keep their case and quoting. Two statements with the
-  same key differ only in literal values.
-
-The *shape* additionally collapses `IN (...)`/`VALUES (...)` lists and
-NULL/TRUE/FALSE; the public fingerprint is the shape in lower case
-(pt-query-digest style).
+This runs on every statement of every log, so the common case is done with `str` methods and
+regexes that start with a fixed character set; the full lexer (`full_lexer_key`) takes the rest
+and agrees with them on valid SQL. The forms text, bare, key and shape: docs/architecture.md,
+"Classifying a statement".
 """
 
 from __future__ import annotations

@@ -1,27 +1,9 @@
 """Masking the secrets a logged statement carries, the way MariaDB's server_audit does (`*****`).
 
-Pure Python (no Django). The general log and the `mysql.general_log` table write
-`CREATE USER ... IDENTIFIED BY 'secret'` as it was sent; AuditWeb masks every secret-bearing
-clause before the statement is classified or stored, so that nothing made from `Event.sql`
-(fingerprint, pages, API, exports, alerts, reports) holds the secret. What is masked: the
-value after
-
-- `IDENTIFIED BY|AS|USING` (after `IDENTIFIED WITH|VIA plugin`, after `OR plugin`, and
-  MySQL's `REPLACE 'current'`), including `BY PASSWORD '*hash'`;
-- a word `PASSWORD`, `OLD_PASSWORD` or `..._PASSWORD` (`MASTER_PASSWORD=`, `SOURCE_PASSWORD=`,
-  `START SLAVE ... PASSWORD=`, `CREATE SERVER ... OPTIONS (PASSWORD '...')`, an application's
-  `password = '...'`), and `SET PASSWORD [FOR account] = ...`;
-- every literal inside `PASSWORD(...)`, `OLD_PASSWORD(...)`, and from the second argument on
-  (the key) of `AES_ENCRYPT`, `AES_DECRYPT`, `DES_ENCRYPT`, `DES_DECRYPT`, `ENCODE`, `DECODE`
-  (see docs/architecture.md, "Secrets in the logs", for why the keys are masked);
-- the same inside a string literal, hex or bit literal, or comment that holds such a clause
-  (`PREPARE s FROM 'CREATE USER ... IDENTIFIED BY \\'x\\''`, `SET @s = X'...'`), which is
-  re-quoted around the masked text.
-
-The value becomes `*****` (quotes, introducer and all), as server_audit writes it. The scan is
-one pass of one tokenizing regex whose branches each start with a fixed character set, with
-constant work per token; literals that hold a clause are scanned again, at most
-`MAX_DEPTH` levels deep: time is linear in the text.
+Pure Python (no Django). Every secret-bearing clause is masked before the statement is
+classified or stored, so nothing made from `Event.sql` holds the secret. One pass of one
+tokenizing regex, literals rescanned at most `MAX_DEPTH` deep: linear time. What is masked:
+README, "Passwords and keys in the logs"; how and why: docs/architecture.md, "Secrets in the logs".
 """
 
 from __future__ import annotations

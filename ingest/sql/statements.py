@@ -1,25 +1,9 @@
 """What one SQL statement does: its type, tables, whether it destroys data, flags.
 
-`analyse(text, key)` looks at a single statement (no top-level `;`) and
-returns an `Analysis` that does not depend on the session's current database:
-tables are `(db or None, name)` pairs that `classify` qualifies later, so one
-analysis serves every session that runs the same statement shape.
-
-How a statement is read:
-
-1. The leading keyword(s) of the key pick a handler.
-2. Data statements (SELECT, INSERT, REPLACE, UPDATE, DELETE, CREATE TABLE/VIEW
-   ... SELECT) are parsed with sqlglot for tables, aliases, CTEs, subqueries and
-   the WHERE clause. Simple ones never reach sqlglot: SELECT without FROM, and
-   INSERT ... VALUES whose table is read with a regex.
-3. Everything else (DDL, SET, GRANT, transaction control, ...) is read by the
-   keyword rules below: sqlglot knows most of it only as an opaque Command.
-4. When sqlglot fails, tables come from a regex over FROM/JOIN/INTO/UPDATE and
-   the analysis is flagged "unparsed": nothing is dropped.
-
-`literal_sensitive` marks analyses that depend on literal values (which the
-key has replaced by `?`): a constant WHERE (`1=1`), SET of a logging variable,
-PREPARE's statement string. The caller must not share those by key.
+`analyse(text, key)` returns an `Analysis` that does not depend on the session's current
+database (tables are `(db or None, name)` pairs), so one analysis serves every session that runs
+the same statement shape; `literal_sensitive` ones must not be shared by key. How a statement is
+read: docs/architecture.md, "Classifying a statement".
 """
 
 from __future__ import annotations
@@ -27,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
@@ -133,7 +118,7 @@ def _first(pattern: re.Pattern[str], key: str) -> Name | None:
 # --- sqlglot ---------------------------------------------------------------
 
 
-class _QuietMySQLParser(MySQL.Parser):  # type: ignore[misc,name-defined]
+class _QuietMySQLParser(MySQL.Parser):  # type: ignore[misc,valid-type]  # mypy takes MySQL.Parser for a variable
     def _warn_unsupported(self) -> None:
         # sqlglot logs a warning for every statement it can only keep as an
         # opaque Command; those are ours to read by keywords, and a busy log
@@ -240,17 +225,24 @@ def _table_refs(node: exp.Expression | None) -> list[exp.Table]:
 
 # --- WHERE: is it always true? -----------------------------------------------
 
-_UNKNOWN = object()
+
+class _Unknown(Enum):
+    """A one-member enum rather than a bare object(), so that `value is _UNKNOWN` narrows types."""
+
+    UNKNOWN = "unknown"
+
+
+_UNKNOWN = _Unknown.UNKNOWN
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ)
 _LEADING_NUMBER_RE = re.compile(r"\s*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
-def _as_number(value: object) -> float:
+def _as_number(value: str | float) -> float:
     if isinstance(value, str):
         # MySQL reads the leading number of a string in numeric context: '1abc' is 1, 'a' is 0.
         m = _LEADING_NUMBER_RE.match(value)
         return float(m.group()) if m else 0.0
-    return float(value)  # type: ignore[arg-type]
+    return float(value)
 
 
 class _WhereTruth:
@@ -311,15 +303,15 @@ class _WhereTruth:
         }[type(node)]
 
     @staticmethod
-    def _order(a: object, b: object) -> int:
+    def _order(a: str | float, b: str | float) -> int:
         if isinstance(a, str) and isinstance(b, str):
             # Default collations ignore case and trailing spaces ('a' = 'A ').
-            x, y = a.rstrip(" ").casefold(), b.rstrip(" ").casefold()
-        else:
-            x, y = _as_number(a), _as_number(b)  # type: ignore[assignment]
+            s, t = a.rstrip(" ").casefold(), b.rstrip(" ").casefold()
+            return (s > t) - (s < t)
+        x, y = _as_number(a), _as_number(b)
         return (x > y) - (x < y)
 
-    def value(self, node: exp.Expression) -> object:
+    def value(self, node: exp.Expression) -> str | float | _Unknown | None:
         if isinstance(node, exp.Paren):
             return self.value(node.this)
         if isinstance(node, exp.Literal):

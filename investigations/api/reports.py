@@ -4,7 +4,7 @@ SHA-256 (the same workflow as the case page, in `investigations.reports.generate
 from __future__ import annotations
 
 from django.db import transaction
-from django.http import FileResponse, Http404
+from django.http import FileResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
@@ -18,11 +18,10 @@ from investigations import trail
 from investigations.api.cases import CASE_ID, case_for, id_parameter, valid_data
 from investigations.api.events import UtcDateTimeField
 from investigations.models import Report
-from investigations.reports.generate import report_request
+from investigations.reports.generate import CONTENT_TYPES, report_file, report_request
 from investigations.roles import Role, role_permission
 from investigations.tasks import generate_report
 
-CONTENT_TYPES = {"pdf": "application/pdf", "csv": "text/csv; charset=utf-8", "json": "application/json"}
 _REPORT_ID = id_parameter("report_id", "report", 3)
 
 
@@ -124,20 +123,4 @@ def report_detail(request: Request, report_id: int) -> Response:
 @api_view(["GET"])
 @permission_classes([role_permission(Role.INVESTIGATOR)])
 def report_download(request: Request, report_id: int) -> FileResponse:
-    report = get_object_or_404(Report, pk=report_id, status=Report.Status.DONE)
-    path = report.path
-    if path is None or not path.exists():
-        raise Http404("The report's file is no longer on the server.")
-    name = f"auditweb-case-{report.case_id}-report-{report.pk}.{report.format}"
-    response = FileResponse(path.open("rb"), as_attachment=True, filename=name)
-    response["Content-Type"] = CONTENT_TYPES[report.format]
-    response["X-Content-SHA256"] = report.sha256
-    trail.record(
-        request,
-        trail.Action.REPORT_DOWNLOAD,
-        case=report.case_id,
-        report=report.pk,
-        format=report.format,
-        sha256=report.sha256,
-    )
-    return response
+    return report_file(request, report_id)

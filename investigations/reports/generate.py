@@ -18,8 +18,11 @@ from typing import IO, Any
 
 from django.conf import settings
 from django.db import transaction
+from django.http import FileResponse, Http404
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
+from investigations import trail
 from investigations.models import Case, Evidence, Report
 
 log = logging.getLogger(__name__)
@@ -107,3 +110,23 @@ def file_sha256(path: Path) -> tuple[str, int]:
             digest.update(block)
             size += len(block)
     return digest.hexdigest(), size
+
+
+CONTENT_TYPES = {"pdf": "application/pdf", "csv": "text/csv; charset=utf-8", "json": "application/json"}
+
+
+def report_file(request: Any, report_id: int) -> FileResponse:
+    """A done report's file as an attachment, its download in the trail. `request`: the page's
+    HttpRequest or the API's DRF Request (the trail takes its token from the latter)."""
+    report = get_object_or_404(Report.objects.select_related("case"), pk=report_id, status=Report.Status.DONE)
+    path = report.path
+    if path is None or not path.exists():
+        raise Http404("The report's file is no longer on the server.")
+    name = f"auditweb-case-{report.case_id}-report-{report.pk}.{report.format}"
+    response = FileResponse(path.open("rb"), as_attachment=True, filename=name)
+    response["Content-Type"] = CONTENT_TYPES[report.format]
+    response["X-Content-SHA256"] = report.sha256
+    response["Cache-Control"] = "private, no-store"
+    trail.record(request, trail.Action.REPORT_DOWNLOAD, case=report.case_id, report=report.pk,
+                 format=report.format, sha256=report.sha256)  # fmt: skip
+    return response

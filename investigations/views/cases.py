@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -41,13 +41,12 @@ from investigations.forms import (
 )
 from investigations.models import Case, Evidence, Report
 from investigations.reports import content
-from investigations.reports.generate import report_request
+from investigations.reports.generate import report_file, report_request
 from investigations.roles import Role, role_required
 from investigations.tasks import generate_report
 
 EVIDENCE_PAGE = 100  # pinned events per page of the case's timeline
 REPORTS_SHOWN = 20
-CONTENT_TYPES = {"pdf": "application/pdf", "csv": "text/csv; charset=utf-8", "json": "application/json"}
 
 
 def _get_case(request: HttpRequest, case_id: int, *, change: bool = False) -> Case:
@@ -279,18 +278,7 @@ def case_report(request: HttpRequest, case_id: int) -> HttpResponse:
 @role_required(Role.INVESTIGATOR)
 def report_download(request: HttpRequest, report_id: int) -> HttpResponse:
     """The report file, as an attachment, once complete (never from a public URL)."""
-    report = get_object_or_404(Report.objects.select_related("case"), pk=report_id, status=Report.Status.DONE)
-    path = report.path
-    if path is None or not path.exists():
-        raise Http404("The report's file is no longer on the server.")
-    name = f"auditweb-case-{report.case_id}-report-{report.pk}.{report.format}"
-    response = FileResponse(path.open("rb"), as_attachment=True, filename=name)
-    response["Content-Type"] = CONTENT_TYPES[report.format]
-    response["X-Content-SHA256"] = report.sha256
-    response["Cache-Control"] = "private, no-store"
-    trail.record(request, trail.Action.REPORT_DOWNLOAD, case=report.case_id, report=report.pk,
-                 format=report.format, sha256=report.sha256)  # fmt: skip
-    return response
+    return report_file(request, report_id)
 
 
 @require_http_methods(["GET", "POST"])

@@ -66,8 +66,6 @@ REAL_FIXTURES = sorted(p for p in FIXTURES.glob("*/*") if _is_log_of_ours(p))
 
 @pytest.mark.parametrize("path", REAL_FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_untouched_real_logs_have_no_sequence_gap(path: Path) -> None:
-    if path.name == "mariadb-10.11.19-percona.csv":  # the known bug of tests/parsers/test_conformance.py
-        pytest.xfail("parse_audit_csv reads a Percona CSV record whose statement holds a newline as pieces")
     assert sequence_gaps(path.read_bytes()) == []
 
 

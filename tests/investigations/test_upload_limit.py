@@ -4,6 +4,7 @@ says its length or the bytes only show it while they stream; nothing of them is 
 from __future__ import annotations
 
 import io
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test.client import BOUNDARY, encode_multipart
 
 from ingest.models import Source
+from ingest.uploads import HashedUpload
 
 pytestmark = pytest.mark.django_db
 
@@ -53,3 +55,25 @@ def test_a_file_at_the_limit_is_taken(investigator_client, settings, tmp_path) -
     settings.MAX_UPLOAD_BYTES = 5000
     taken = upload(investigator_client, b"z" * 5000)
     assert taken.status_code == 302 and Source.objects.get().files.get().size == 5000
+
+
+def test_an_upload_streams_into_upload_dir_itself(settings, tmp_path) -> None:
+    settings.UPLOAD_DIR = tmp_path / "uploads"
+    kept = HashedUpload("a.log", "text/plain", 0, None, None)
+    try:
+        assert Path(kept.temporary_file_path()).parent == settings.UPLOAD_DIR
+    finally:
+        kept.close()
+
+
+def test_an_upload_dir_on_another_filesystem_than_tmp_takes_the_file(investigator_client, settings) -> None:
+    """As in the compose deployment (a volume): keeping the upload must not be a cross-device rename."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == Path(tempfile.gettempdir()).stat().st_dev:
+        pytest.skip("no second filesystem beside the temporary folder here (/dev/shm)")
+    with tempfile.TemporaryDirectory(dir=shm) as other:
+        settings.UPLOAD_DIR = Path(other) / "uploads"
+        taken = upload(investigator_client, b"q" * 3000)
+        assert taken.status_code == 302
+        kept = Path(Source.objects.get().files.get().path)
+        assert kept.is_relative_to(settings.UPLOAD_DIR) and kept.read_bytes() == b"q" * 3000

@@ -90,14 +90,7 @@ def expected_view(e: dict[str, Any]) -> tuple[Any, ...]:
 
 
 # Where a sample shows a parser bug: (format, file) -> the reason (ingest/ is not ours to change here).
-KNOWN_BUGS: dict[tuple[str, str], str] = {
-    (
-        "audit-csv",
-        "mariadb-10.11.19-percona.csv",
-    ): "Percona's csv_escape doubles quotes and nothing else, so a"
-    " statement's newline stays a newline and the record spans lines; parse_audit_csv reads one record a line"
-    " and reports the pieces as problems (ingest/parsers/audit_csv.py)",
-}
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 
 
 def known(fmt: str, name: str) -> None:

@@ -253,7 +253,7 @@ def test_other_formats_of_the_corpus_are_not_taken_for_xml() -> None:
             assert not recognise(path.read_bytes()[:1024]), path.name
 
 
-def test_a_refused_login_keeps_its_error_code_and_the_account_is_split() -> None:
+def test_a_refused_login_is_denied_with_its_error_code_kept_and_the_account_is_split() -> None:
     data = (
         b'<?xml version="1.0" encoding="utf-8"?>\n<AUDIT>\n'
         b'<AUDIT_RECORD NAME="Connect" TIMESTAMP="2026-01-05T09:00:00 UTC" CONNECTION_ID="9" STATUS="1045"'
@@ -264,8 +264,9 @@ def test_a_refused_login_keeps_its_error_code_and_the_account_is_split() -> None
     )
     refused, delete = parse(data)
     assert (refused.command, refused.user, refused.host, refused.ip, refused.status) == (
-        "Connect", "mallory", "evil.example", "10.0.0.66", "1045",
+        "Connect", "mallory", "evil.example", "10.0.0.66", "denied",
     )  # fmt: skip
+    assert refused.extra["status"] == "1045"
     assert (delete.user, delete.host, delete.ip, delete.extra["account"]) == (
         "robert",
         "db1",

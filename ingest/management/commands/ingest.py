@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -36,8 +37,8 @@ class Command(BaseCommand):
             "--timezone", default="UTC", help="Zone of timestamps the log prints without one (default: UTC)"
         )
 
-    def handle(self, *args: object, **options: object) -> None:
-        paths: list[Path] = options["paths"]  # type: ignore[assignment]
+    def handle(self, *args: Any, **options: Any) -> None:
+        paths: list[Path] = options["paths"]
         server = str(options["server"])
         fmt = str(options["format"])
         try:
