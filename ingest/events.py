@@ -70,6 +70,9 @@ class SessionInfo:
     # SQL-level prepared statements of the session (PREPARE name FROM '...'), by lower-case
     # name: [destructive, tables, flags] of the statement text (see normalize._prepared).
     statements: dict[str, list[Any]] = field(default_factory=dict)
+    # PostgreSQL: a statement of the open transaction failed, so the whole transaction is rolled
+    # back however it ends (COMMIT of an aborted transaction is a ROLLBACK).
+    aborted: bool = False
 
 
 @dataclass(slots=True)
@@ -129,6 +132,10 @@ class EventRecord:
     # The log's own record counter, where the format has a dense one: (series, number). See
     # normalize.record_counter and GapFinder (gaps of reason "sequence").
     counter: tuple[str, int] | None = None
+    # The format's details of the record (LogRecord.extra, the same dict, not a copy): a
+    # dialect's classifier reads them (ingest.postgres: pgAudit's entries, each naming its
+    # object and type). Not stored with the event.
+    extra: dict[str, str] | None = None
 
     def record_hash(self, when: str | None = None) -> bytes:
         """The identity of this record for de-duplication.

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ingest.events import EventRecord, FlagCorrection, GapRecord, SessionInfo
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
+from ingest.postgres import PgAuditWatch, classify_postgres_events
 from ingest.sql import classify, log_switches, use_database
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
 from ingest.sql.routines import called_procedure, dropped_procedure, procedure_definition
@@ -122,6 +123,7 @@ def _session_state(s: SessionInfo) -> dict[str, Any]:
         "qid_tables": [list(t) for t in s.qid_tables],
         "autocommit": s.autocommit,
         "explicit": s.explicit,
+        "aborted": s.aborted,
         "pending": [[h.hex(), t.isoformat() if t else None] for h, t in s.pending],
         # Copies: the state is of this moment, not of what follows.
         "statements": copy.deepcopy(s.statements),
@@ -165,6 +167,7 @@ def _session_from(server: str, c: dict[str, Any]) -> SessionInfo:
         qid_tables=[list(t) for t in c.get("qid_tables", [])],
         autocommit=c.get("autocommit", True),
         explicit=c.get("explicit", False),
+        aborted=c.get("aborted", False),
         pending=[
             (bytes.fromhex(h), datetime.fromisoformat(t) if t else None) for h, t in c.get("pending", [])
         ],
@@ -196,9 +199,12 @@ class SessionTracker:
     open before it keep their account, marked `inferred_reopen`, with the evidence in the gap.
     """
 
-    def __init__(self, server: str, tz: tzinfo = UTC) -> None:
+    def __init__(self, server: str, tz: tzinfo = UTC, dialect: str = "mysql") -> None:
         self.server = server
         self.tz = tz  # zone of naive (server local) timestamps
+        # The server's SQL dialect (ingest.parsers.dialect_of, set by the reader of each file):
+        # "postgres" changes what a start banner and a connection id prove (_weigh, _connect).
+        self.dialect = dialect
         self.boot: str | None = None  # label of the current boot, set at its first record
         self.boot_is_restart = False  # whether the current boot began with a banner we saw
         self.connections: dict[int | None, SessionInfo] = {}
@@ -375,6 +381,11 @@ class SessionTracker:
         on, can have reached that id again.
         """
         cid = record.connection_id
+        if self.dialect == "postgres":
+            # The postmaster writes `starting PostgreSQL` only when it starts; a new log file
+            # (rotation, logging_collector) begins with no banner.
+            self._evidence.append("PostgreSQL writes its start line only when the server starts")
+            return RESTART
         if first and record.raw[:1] in (b"\t", b" "):
             self._evidence.append(
                 f"its first record (line {record.line}) prints no time: it is in the second last"
@@ -488,7 +499,8 @@ class SessionTracker:
     def _connect(self, record: LogRecord, when: datetime | None) -> None:
         """A successful Connect: a new connection under this id, whatever came before it."""
         cid = record.connection_id
-        if _jumped_back(cid, self.max_connect_id):
+        if _jumped_back(cid, self.max_connect_id) and self.dialect != "postgres":
+            # (PostgreSQL's session numbers are start time and pid: no order within a second.)
             # Ids only grow within a boot: a new connection far below the highest one
             # means the server restarted where the log shows no banner (audit logs
             # write none, or the log was off then). Its open connections are gone.
@@ -670,6 +682,7 @@ class SessionTracker:
             attribution=attribution,
             definer=definer,
             counter=record_counter(record) if extra else None,
+            extra=extra,
         )
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
@@ -939,6 +952,13 @@ def classify_events(
                 yield correction
 
 
+def classifier_for(dialect: str) -> Callable[..., Iterator[EventRecord | Problem | FlagCorrection]]:
+    """The classification stage for a server of this SQL dialect (ingest.parsers.dialect_of):
+    PostgreSQL's (ingest.postgres), else MySQL's and MariaDB's (classify_events). Chosen once
+    per file, so MySQL's events pass through no test of it."""
+    return classify_postgres_events if dialect == "postgres" else classify_events
+
+
 # Statements that stop the log being read from recording (for every session): a gap follows.
 _LOGGING_OFF = re.compile(
     r"""
@@ -1198,12 +1218,16 @@ class GapFinder:
     State (for the next file of the same server) is plain data: see to_state.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: str = "mysql") -> None:
         self.last_time: datetime | None = None
         self.boot: str | None = None
         self.off: tuple[datetime | None, int, int, str] | None = None  # (time, line, offset, sql)
         self.counters = CounterWatch()
         self.reenable = ReenableWatch()
+        # The server's SQL dialect (set by the reader of each file, like the tracker's): a
+        # PostgreSQL log is read by PgAuditWatch's rules instead of the MySQL ones.
+        self.dialect = dialect
+        self.pgaudit = PgAuditWatch()
 
     def to_state(self) -> dict[str, Any]:
         off = self.off
@@ -1213,6 +1237,7 @@ class GapFinder:
             "off": [off[0].isoformat() if off[0] else None, off[1], off[2], off[3]] if off else None,
             "counters": self.counters.to_state(),
             "switched_off": self.reenable.to_state(),
+            "pgaudit": self.pgaudit.to_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -1224,8 +1249,12 @@ class GapFinder:
         )
         self.counters.load_state(state.get("counters", {}))
         self.reenable.load_state(state.get("switched_off", {}))
+        self.pgaudit.load_state(state.get("pgaudit", {}))
 
     def process(self, items: Iterable[Any]) -> Iterator[Any]:
+        if self.dialect == "postgres":
+            yield from self._process_postgres(items)
+            return
         switches = _SWITCH_TYPES
         for item in items:
             if not isinstance(item, EventRecord):
@@ -1247,9 +1276,27 @@ class GapFinder:
             self.off = None
             yield gap
 
+    def _process_postgres(self, items: Iterable[Any]) -> Iterator[Any]:
+        """A PostgreSQL log: restarts and the clock as for any log (_see), and pgAudit's switches
+        (PgAuditWatch); no record counter, no switching back on (ReenableWatch)."""
+        for item in items:
+            if not isinstance(item, EventRecord):
+                yield item
+                continue
+            yield item
+            found = self._see(item)  # (MySQL's switches match no PostgreSQL statement)
+            found += self.pgaudit.see(item)
+            yield from found
+        gap = self.open_gap()
+        if gap is not None:  # nothing recorded after it in this file
+            self.pgaudit.off = None
+            yield gap
+
     def open_gap(self) -> GapRecord | None:
         """The logging-off gap nothing has closed yet, as it stands now (the state keeps it, so a
         record read later closes it: a followed file reports it at the end of each read)."""
+        if self.dialect == "postgres":
+            return self.pgaudit.open_gap()
         if self.off is None:
             return None
         when, line, offset, sql = self.off

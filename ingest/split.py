@@ -197,9 +197,13 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
         return False
     fmt = followed_format(source, c.head)
     limit = chunk.end_offset - offset
+    stop_at = None
     if waits_for_next_line(by_name(fmt)) and not chunk.finish:
-        # Its record ends where the next begins (the general log): let the parser see that next line.
-        limit += _line_length_at(c, chunk.end_offset)
+        # Its record ends where the next begins (the general log), or a statement where its
+        # session's next line comes, maybe lines later (pgAudit): the parser reads on as far as
+        # it needs, and the read ends at the range's end (a resume point the scan found).
+        limit = max(limit + _line_length_at(c, chunk.end_offset), content_size(c) - offset)
+        stop_at = chunk.end_offset
     tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     lines = FileLines(f, offset, start.line, limit, partial_ok=chunk.finish)
@@ -216,6 +220,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
             formatter=writer.formatter,
             batch_size=settings.INGEST_BATCH_SIZE,
             file_id=known.pk,
+            stop_at=stop_at,
         )
 
     worker = f"{socket.gethostname()}:{os.getpid()}"[:200]

@@ -36,8 +36,8 @@ from ingest.checkpoints import Candidate, find_candidates, open_candidate
 from ingest.custody import FileHasher
 from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.models import Source, SourceFile
-from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classify_events
-from ingest.parsers import NAMES, by_name, open_parser
+from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classifier_for
+from ingest.parsers import NAMES, by_name, dialect_of, open_parser
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 from ingest.parsers.records import Hints, Item, Problem
 from ingest.reading import Cut as ReadCut
@@ -207,6 +207,7 @@ def tail_messages(
     settled: bool = False,
     continues: dict[str, object] | None = None,
     resumable: bool = True,
+    stop_at: int | None = None,
 ) -> Generator[Batch, None, None]:
     """Parse a file from a resume point into Batches, each complete up to its resume point.
 
@@ -218,10 +219,17 @@ def tail_messages(
     also cuts whenever that many bytes were read since the last cut. `file_id` (the
     SourceFile's) tells the tracker which file a Connect was read in. A read that is not
     `resumable` (one-shot, finished: ingest.pipeline.ingest_file) needs no resume point but the
-    last, so its items skip the valve that finds cuts and its batches end when full.
+    last, so its items skip the valve that finds cuts and its batches end when full. `stop_at`
+    (a shared-out range's end, a resume point the scan found): the read ends, as where the
+    bytes end for now, before the first item the parser would resume at or after it (the
+    lines after it are read only to complete what comes before it).
     """
     start_line = lines.line
     tracker.file = file_id
+    # The format decides the server's SQL dialect, and so how its statements are classified and
+    # what shows a gap (the stages are chosen here once, not asked per event).
+    tracker.dialect = gaps.dialect = dialect_of(fmt)
+    classify = classifier_for(tracker.dialect)
     # `hints.last_time`: the time carried into the resume point (general log).
     parser = open_parser(by_name(fmt), start_offset=lines.offset, start_line=start_line, hints=hints)
 
@@ -332,6 +340,15 @@ def tail_messages(
                 return
             made = not points or points[0][0] is not item  # by uncut: a cut said
             before = None if made else points.popleft()[1]
+            if (
+                stop_at is not None
+                and before is not None
+                and not tracker.holding
+                and lines.file_offset(before[0]) >= stop_at
+            ):
+                report_open_gap()  # (as where the bytes end: the next range closes it)
+                final = cut(at(before, item))
+                return
             if made:
                 if continues is not None and isinstance(item, Problem) and item.offset == start_offset:
                     _continued(item, continues, corrections)
@@ -379,7 +396,7 @@ def tail_messages(
         )
 
     stream: Iterator[Item | Settle] = valve() if resumable else iter(items)
-    for out in gaps.process(classify_events(tracker.process(stream), tracker.routines)):
+    for out in gaps.process(classify(tracker.process(stream), tracker.routines)):
         if isinstance(out, EventRecord):
             if formatter:
                 events.append(out)

@@ -17,8 +17,17 @@ from hypothesis import strategies as st
 
 from ingest.binlog.metadata import BinlogFile, Transaction
 from ingest.binlog.reader import BinlogProblem
-from ingest.normalize import SessionTracker, classify_events
-from ingest.parsers import NAMES, binary_reader, by_name, xml_audit
+from ingest.normalize import GapFinder, SessionTracker, classifier_for
+from ingest.parsers import (
+    NAMES,
+    binary_reader,
+    by_name,
+    dialect_of,
+    pgaudit_csv,
+    pgaudit_json,
+    pgaudit_stderr,
+    xml_audit,
+)
 from ingest.parsers.records import Hints, LogRecord, Problem, ServerStart
 from ingest.sql import classify
 
@@ -44,6 +53,14 @@ SAMPLES: dict[str, list[bytes]] = {
     ),
     "general-log-csv": _fixture("general_log_table/mariadb-10.11.19-scenario.CSV"),
     "general-log-tsv": _fixture("general_log_table/mariadb-10.11.19-scenario.tsv"),
+    # The pgAudit scene's first files (the real server's), cut to SAMPLE_BYTES: its set-up and
+    # the first statements, sessions interleaved with the postmaster's lines.
+    **{
+        fmt: _fixture(
+            *(f"pgaudit_scene/{p.name}" for p in sorted(FIXTURES.glob(f"pgaudit_scene/*-1{suffix}")))
+        )
+        for fmt, suffix in (("pgaudit-csv", ".csv"), ("pgaudit-json", ".json"), ("pgaudit-stderr", ".log"))
+    },
     "json-audit": [
         b'{"audit_record":{"name":"Query","record":"1_2026","timestamp":"2026-01-05T09:00:00 UTC",'
         b'"command_class":"delete","connection_id":"9","status":0,"sqltext":"DELETE FROM t WHERE a = \'x\'",'
@@ -114,18 +131,38 @@ def _no_data(line: bytes) -> bool:
     return not line.strip() or xml_audit._ENVELOPE.fullmatch(line) is not None
 
 
+# PostgreSQL's layouts: the server's own messages that are no record (checkpoints, "connection
+# received"...) are read and left out, not problems: a line of one is accounted for.
+SERVER_MESSAGES = {"pgaudit-csv": pgaudit_csv, "pgaudit-json": pgaudit_json, "pgaudit-stderr": pgaudit_stderr}
+
+
+def _spans(item: LogRecord | ServerStart) -> list[tuple[int, int]]:
+    """The byte ranges of a record: one, or the pieces a pgAudit statement's `parts` lists."""
+    parts = item.extra.get("parts") if isinstance(item, LogRecord) else None
+    if parts:
+        return [(int(a), int(a) + int(n)) for a, n in (p.split(":") for p in parts.split(","))]
+    return [(item.offset, item.offset + len(item.raw))]
+
+
 def check(fmt: str, data: bytes) -> None:
     read = binary_reader(by_name(fmt))
     if read is not None:
         got = list(read(io.BytesIO(data), "fuzz"))
         assert all(isinstance(i, BinlogFile | Transaction | BinlogProblem) for i in got), fmt
         return
-    tracker = SessionTracker("fuzz")
+    tracker = SessionTracker("fuzz", dialect=dialect_of(fmt))
     items = list(by_name(fmt).parse(lines_of(data), hints=HINTS))
-    list(classify_events(tracker.process(iter(items)), tracker.routines))
-    spans = sorted(
-        (i.offset, i.offset + len(i.raw)) for i in items if isinstance(i, (LogRecord, ServerStart))
-    )
+    finder = GapFinder(dialect=tracker.dialect)
+    list(finder.process(classifier_for(tracker.dialect)(tracker.process(iter(items)), tracker.routines)))
+    spans = sorted(s for i in items if isinstance(i, (LogRecord, ServerStart)) for s in _spans(i))
+    if fmt in SERVER_MESSAGES:
+        layout = SERVER_MESSAGES[fmt]
+        spans += [
+            (m.offset, m.offset + len(m.raw))
+            for m in layout._lines(lines_of(data), 0, 1, *([HINTS] if fmt == "pgaudit-stderr" else []))
+            if not isinstance(m, Problem)
+        ]
+        spans.sort()
     problems = sorted(i.offset for i in items if isinstance(i, Problem))
     for s, e in spans:
         assert 0 <= s <= e <= len(data)

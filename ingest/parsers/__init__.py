@@ -21,6 +21,9 @@ from ingest.parsers import (
     general_log_csv,
     general_log_tsv,
     json_audit,
+    pgaudit_csv,
+    pgaudit_json,
+    pgaudit_stderr,
     server_audit,
     xml_audit,
 )
@@ -33,6 +36,7 @@ __all__ = [
     "LogFormat",
     "binary_reader",
     "by_name",
+    "dialect_of",
     "format_choices",
     "open_parser",
     "reads_bytes",
@@ -63,12 +67,16 @@ class LogFormat(Protocol):
 
 
 # Tried in this order by detect_format: the layouts with the most distinctive shape first, so
-# that a looser test never claims a file another one knows (a JSON or XML audit log, then the
-# quoted CSV layouts, the tab-separated export, server_audit's comma lines, and last the
-# general log, whose test looks for any line of its several layouts). The binlog's magic bytes
-# are the most distinctive of all.
+# that a looser test never claims a file another one knows: a binlog's magic bytes first (the
+# most distinctive of all), then PostgreSQL's logs, whose first line is the server's own fixed
+# layout (jsonlog before the JSON audit logs, which also begin with `{`); then a JSON or XML
+# audit log, the quoted CSV layouts, the tab-separated export, server_audit's comma lines, and
+# last the general log, whose test looks for any line of its several layouts.
 FORMATS: tuple[LogFormat, ...] = (
     binlog,
+    pgaudit_json,
+    pgaudit_csv,
+    pgaudit_stderr,
     json_audit,
     xml_audit,
     audit_csv,
@@ -91,6 +99,17 @@ def by_name(name: str) -> LogFormat:
         return _BY_NAME[name]
     except KeyError:
         raise ValueError(f"Format {name!r} is not supported yet (supported: {', '.join(NAMES)}).") from None
+
+
+# The SQL dialect of a format that does not name one: MySQL's and MariaDB's logs, which share
+# one classifier (ingest.sql).
+DEFAULT_DIALECT = "mysql"
+
+
+def dialect_of(name: str) -> str:
+    """The SQL dialect of the server that writes format `name` (its module's `DIALECT`), which
+    decides how its statements are classified: "mysql" (MySQL and MariaDB) or "postgres"."""
+    return str(getattr(by_name(name), "DIALECT", DEFAULT_DIALECT))
 
 
 def format_choices() -> list[tuple[str, str]]:

@@ -30,14 +30,16 @@ import itertools
 import json
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 
+from ingest.parsers.digits import ISO, fraction
 from ingest.parsers.records import (
     PROBLEM_EXCERPT_BYTES,
     Item,
     LogRecord,
+    ParsePoint,
     Problem,
     ServerStart,
     checked_integers,
@@ -50,6 +52,14 @@ MAX_WAIT_LINES = 10_000
 MAX_ENTRIES = 1_000
 MAX_RECORD_BYTES = 8 << 20
 MAX_MESSAGE_BYTES = 4 << 20  # one server message (a statement is at most 1 GB in PostgreSQL)
+# The SQL the three layouts hold is PostgreSQL's: ingest.dialects.postgres classifies it.
+DIALECT = "postgres"
+
+
+def time_digits(head: bytes) -> int | None:
+    """Digits after the seconds of the first record's time (3 for %m and the csv/json logs,
+    0 for %t; None for an epoch %n or no time in the head)."""
+    return fraction(ISO.search(head[:512]))
 
 
 @dataclass(slots=True)
@@ -268,6 +278,9 @@ class Assembler:
         self.queue: OrderedDict[int, _Pending] = OrderedDict()  # by first offset
         self.open: dict[str, _Pending] = {}  # session -> its open statement
         self.count = 0
+        # Records yielded whose lines other records' lines interrupt: (first offset, first line,
+        # end of their last line). A resume point must not fall inside one (see Resumer).
+        self.reach: list[tuple[int, int, int]] = []
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
         for line in lines:
@@ -296,6 +309,9 @@ class Assembler:
             if head.item is None:
                 return
             del self.queue[offset]
+            if len(head.lines) > 1 and isinstance(head.item, LogRecord) and "parts" in head.item.extra:
+                last = head.lines[-1]
+                self.reach.append((offset, head.first.line, last.offset + len(last.raw)))
             yield head.item
 
     def _take(self, line: ServerLine) -> None:
@@ -482,3 +498,79 @@ def assemble(lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
     assembler = Assembler()
     yield from checked_integers(assembler.feed(lines))
     yield from checked_integers(assembler.finish())
+
+
+Messages = Callable[[Iterable[bytes], int, int], Iterator[ServerLine | Problem]]
+
+
+class Resumer:
+    """A resumable pgAudit parser (records.Resumable): what a followed file is read with.
+
+    A layout (Messages: bytes lines to server messages) feeds an Assembler. Where the lines
+    end for now, the message the layout flushes at their end may be incomplete (a DETAIL
+    still to come, a csvlog record with its quote still open): it is held, not assembled,
+    and given over only by `finish()`. A message complete before the end (csvlog, jsonlog: at
+    its line end) is assembled at once, and closes the statement its session had open: like
+    the general log's, a read that stops at a given offset reads the line after it.
+    `resume_point()` is where a new parser yields exactly what this one has not: the first
+    byte of the earliest record not yet yielded, or the end of the last message assembled;
+    and never inside a yielded record whose lines others interrupt (its later lines would be
+    read again as a record of their own): then it goes back to that record's first byte, so
+    that it and the records after it are read again whole (the store keeps each once: same
+    bytes, same offset, same record hash). One `feed` per parser.
+    """
+
+    def __init__(self, messages: Messages, start_offset: int, start_line: int) -> None:
+        self.messages = messages
+        self.assembler = Assembler()
+        self.start = (start_offset, start_line)
+        self.end = (start_offset, start_line)  # after the last message given to the assembler
+        self.read_to: tuple[int, int] | None = None  # after every line fed, once finished
+        self.held: list[ServerLine | Problem] = []
+
+    def feed(self, lines: Iterable[bytes]) -> Iterator[Item]:
+        ended = [False]
+
+        def fed() -> Iterator[bytes]:
+            yield from lines
+            ended[0] = True
+
+        def taken() -> Iterator[ServerLine | Problem]:
+            for message in self.messages(fed(), *self.start):
+                if ended[0]:  # flushed by the end of the lines: maybe not complete yet
+                    self.held.append(message)
+                    continue
+                self.end = _after(message)
+                yield message
+
+        yield from checked_integers(self.assembler.feed(taken()))
+
+    def finish(self) -> Iterator[Item]:
+        held, self.held = self.held, []
+        yield from checked_integers(self.assembler.feed(held))
+        yield from checked_integers(self.assembler.finish())
+        self.read_to = _after(held[-1]) if held and isinstance(held[-1], ServerLine) else None
+
+    def resume_point(self) -> ParsePoint:
+        assembler = self.assembler
+        if self.read_to is not None and not assembler.queue:
+            return ParsePoint(*self.read_to, None)
+        offset, line = self.end
+        for pending in assembler.queue.values():  # in order of first byte: the first is the earliest
+            if pending.first.offset < offset:
+                offset, line = pending.first.offset, pending.first.line
+            break
+        # Yielded records that end before it can no longer matter (later points are not earlier).
+        assembler.reach = [r for r in assembler.reach if r[2] > offset]
+        for first, first_line, end in reversed(assembler.reach):  # (back over a chain of them)
+            if first < offset < end:
+                offset, line = first, first_line
+        return ParsePoint(offset, line, None)
+
+
+def _after(message: ServerLine | Problem) -> tuple[int, int]:
+    """The offset and line number after a message (a Problem's excerpt may be cut: its own
+    start, so that it is read again rather than what follows it skipped)."""
+    if isinstance(message, Problem):
+        return message.offset, message.line
+    return message.offset + len(message.raw), message.line + message.raw.count(b"\n")

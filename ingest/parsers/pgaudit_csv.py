@@ -12,12 +12,13 @@ import csv
 import re
 from collections.abc import Iterable, Iterator
 
-from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, Resumer, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
-__all__ = ["NAME", "parse", "recognise"]
+__all__ = ["DIALECT", "LABEL", "NAME", "parse", "recognise", "resumable", "time_digits"]
 
 NAME = "pgaudit-csv"
+LABEL = "PostgreSQL csvlog with pgAudit"
 
 # The first record: log_time, user, database, pid, connection_from, session_id (hex.hex),
 # session_line_num, ... Only the leading columns are matched (the head may cut the line).
@@ -127,3 +128,9 @@ def parse(
 ) -> Iterator[Item]:
     """Every record and problem of a pgAudit csvlog, in order (hints: none needed)."""
     yield from assemble(_lines(lines, start_offset, start_line))
+
+
+def resumable(*, start_offset: int = 0, start_line: int = 1, hints: object | None = None) -> Resumer:
+    """A parser that says where to resume (ingest.parsers.pgaudit.Resumer): a statement's lines
+    may come later, between other sessions' lines."""
+    return Resumer(_lines, start_offset, start_line)

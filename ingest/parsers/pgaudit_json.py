@@ -14,12 +14,13 @@ from typing import Any
 
 import orjson
 
-from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, Resumer, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
-__all__ = ["NAME", "parse", "recognise"]
+__all__ = ["DIALECT", "LABEL", "NAME", "parse", "recognise", "resumable", "time_digits"]
 
 NAME = "pgaudit-json"
+LABEL = "PostgreSQL jsonlog with pgAudit"
 
 # jsonlog writes these keys first, in this order, on every line.
 _HEAD_RE = re.compile(rb'\A\{"timestamp":"\d{4}-\d{2}-\d{2} [^"\n]{8,48}",(?:"user":|"pid":)')
@@ -102,3 +103,9 @@ def parse(
 ) -> Iterator[Item]:
     """Every record and problem of a pgAudit jsonlog, in order (hints: none needed)."""
     yield from assemble(_lines(lines, start_offset, start_line))
+
+
+def resumable(*, start_offset: int = 0, start_line: int = 1, hints: object | None = None) -> Resumer:
+    """A parser that says where to resume (ingest.parsers.pgaudit.Resumer): a statement's lines
+    may come later, between other sessions' lines."""
+    return Resumer(_lines, start_offset, start_line)

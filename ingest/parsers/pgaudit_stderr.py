@@ -23,12 +23,24 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ingest.parsers.pgaudit import MAX_MESSAGE_BYTES, ServerLine, assemble
+from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, Resumer, ServerLine, assemble, time_digits
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
 
-__all__ = ["KNOWN_PREFIXES", "NAME", "UnsupportedPrefix", "compile_prefix", "parse", "recognise"]
+__all__ = [
+    "DIALECT",
+    "KNOWN_PREFIXES",
+    "LABEL",
+    "NAME",
+    "UnsupportedPrefix",
+    "compile_prefix",
+    "parse",
+    "recognise",
+    "resumable",
+    "time_digits",
+]
 
 NAME = "pgaudit-stderr"
+LABEL = "PostgreSQL stderr log with pgAudit"
 
 # Prefixes tried, in order, when the caller does not name one (the first is the recommended).
 KNOWN_PREFIXES = (
@@ -311,3 +323,8 @@ def parse(
     """Every record and problem of a pgAudit stderr log, in order. `hints.log_line_prefix`, when
     the caller has it, names the prefix (see the module docstring)."""
     yield from assemble(_lines(lines, start_offset, start_line, hints))
+
+
+def resumable(*, start_offset: int = 0, start_line: int = 1, hints: object | None = None) -> Resumer:
+    """A parser that says where to resume (ingest.parsers.pgaudit.Resumer); `hints` as for parse."""
+    return Resumer(lambda lines, offset, line: _lines(lines, offset, line, hints), start_offset, start_line)

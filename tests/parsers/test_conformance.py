@@ -24,6 +24,13 @@ from ingest.sql.secrets import mask_secrets
 from ..conftest import FIXTURES
 
 FORMATS = [fmt for fmt in NAMES if (FIXTURES / fmt / "truth.json").exists()]
+# Formats whose samples are a crime scene's files (tests/fixtures/<scene>/truth.json names them
+# under "formats"): that scene's own tests compare every record (the pgAudit scene:
+# tests/parsers/test_pgaudit*.py, tests/test_pgaudit_scene.py); here each must have its files.
+SCENE_FORMATS: dict[str, list[Any]] = {}
+for _scene in sorted(FIXTURES.glob("*/truth.json")):
+    for _fmt, _names in json.loads(_scene.read_text()).get("formats", {}).items():
+        SCENE_FORMATS.setdefault(_fmt, []).extend(_scene.parent / n for n in _names)
 TRUTH = {fmt: json.loads((FIXTURES / fmt / "truth.json").read_text()) for fmt in FORMATS}
 SAMPLES = [(fmt, name) for fmt, truth in TRUTH.items() for name in truth["files"]]
 # Layouts whose raw bytes escape the statement (a quote, a newline...): its text is not in them as is.
@@ -96,8 +103,17 @@ LINE_FORMATS = [fmt for fmt in NAMES if not reads_bytes(by_name(fmt))]
 
 
 def test_every_registered_format_has_its_own_samples() -> None:
-    missing = set(LINE_FORMATS) - set(FORMATS)
-    assert LINE_FORMATS == FORMATS, f"no tests/fixtures/<format>/truth.json for {missing}"
+    # a binary format (the binlog) has its scene and tests under tests/binlog/
+    covered = [fmt for fmt in NAMES if fmt in FORMATS or fmt in SCENE_FORMATS or fmt not in LINE_FORMATS]
+    assert list(NAMES) == covered, (
+        f"no tests/fixtures/<format>/truth.json, nor a scene's, for {set(NAMES) - set(covered)}"
+    )
+    for fmt, paths in SCENE_FORMATS.items():
+        assert fmt in NAMES and paths, fmt
+        for path in paths:
+            items = list(by_name(fmt).parse(io.BytesIO(path.read_bytes())))
+            assert [i for i in items if isinstance(i, Problem)] == [], path.name
+            assert sum(isinstance(i, LogRecord) for i in items) >= 10, path.name
 
 
 @pytest.mark.parametrize(("fmt", "name"), SAMPLES)

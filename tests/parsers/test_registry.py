@@ -35,6 +35,9 @@ OWN_SAMPLES = {
     "mariadb-audit": ["server_audit/*.log", "server_audit_syslog/*.log", "crime_scene/*-server_audit.log"],
     "general-log-csv": ["general_log_table/*.CSV", "crime_scene/*.CSV"],
     "general-log-tsv": ["general_log_table/*.tsv", "crime_scene/*.tsv"],
+    "pgaudit-csv": ["pgaudit_scene/*.csv"],
+    "pgaudit-json": ["pgaudit_scene/*.json"],
+    "pgaudit-stderr": ["pgaudit_scene/*.log"],
 }
 # Where the source tree may name formats: the parsers themselves, and what only describes or tests
 # them (docs, tests, benchmarks' sample inputs, and migrations, which are history).
@@ -76,7 +79,7 @@ def test_names_are_unique_and_each_finds_its_format() -> None:
     for fmt in FORMATS:
         assert by_name(fmt.NAME) is fmt
     with pytest.raises(
-        ValueError, match=r"Format 'nope' is not supported yet \(supported: binlog, json-audit, "
+        ValueError, match=r"Format 'nope' is not supported yet \(supported: binlog, pgaudit-json, "
     ):
         by_name("nope")
 

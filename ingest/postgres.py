@@ -1,0 +1,243 @@
+"""PostgreSQL servers after the session tracker: classification and the gaps pgAudit shows.
+
+Pure Python (no Django). A file of a format whose `DIALECT` is "postgres" (the pgAudit
+layouts) goes through `classify_postgres_events` instead of normalize.classify_events, and
+the gap finder adds `PgAuditWatch`'s rules; MySQL's stages are untouched. The rules themselves
+(what is destructive, anti-forensic) are ingest.dialects.postgres's; docs/architecture.md
+"PostgreSQL pgAudit" says why each is so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from ingest.dialects import postgres as rules
+from ingest.events import EventRecord, FlagCorrection, GapRecord, SessionInfo
+from ingest.parsers.records import Problem
+from ingest.sql import fingerprint
+from ingest.sql.secrets import masked_raw, raw_may_hold_secret
+
+__all__ = ["PgAuditWatch", "classify_postgres_events"]
+
+MAX_COMMANDS = 1_000  # pgAudit entries read from one record (the parser caps them too)
+
+
+# pgAudit's object types that are relations (its OBJECT_TYPE; a column, an index, a function or
+# a schema is named too, and is no table).
+RELATIONS = frozenset(
+    {"TABLE", "VIEW", "MATERIALIZED VIEW", "FOREIGN TABLE", "PARTITIONED TABLE", "SEQUENCE"}
+)
+# Statements whose name is a database's or a schema's, never a table's.
+_NO_TABLES = frozenset(
+    {"CREATE DATABASE", "DROP DATABASE", "ALTER DATABASE", "CREATE SCHEMA", "DROP SCHEMA", "ALTER SCHEMA"}
+)
+
+
+def _entries(extra: dict[str, str] | None) -> list[list[Any]]:
+    """pgAudit's entries of the statement as the parser keeps them (JSON): [substatement id,
+    class, command, object type, object name, rows] each."""
+    text = extra.get("commands") if extra else None
+    if not text:
+        return []
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries[:MAX_COMMANDS] if isinstance(e, list) and len(e) > 4]
+
+
+def _tables(entries: list[list[Any]], named: tuple[str, ...], statement_type: str) -> tuple[str, ...]:
+    """The relations pgAudit names first (schema-qualified, as the server resolved them), then
+    those the text names that none of its objects is: `orders` is `shop.orders` when pgAudit
+    says so, a MERGE's source table is kept, and a TRUNCATE (pgAudit names no relation for it)
+    keeps the text's. A schema, column, index or function pgAudit names is no table."""
+    if statement_type in _NO_TABLES:
+        return ()
+    relations = [str(e[4]) for e in entries if e[4] and e[3] in RELATIONS]
+    others = {str(e[4]) for e in entries if e[4] and e[3] not in RELATIONS}
+    bare = {o.rsplit(".", 1)[-1] for o in relations}
+    text = (t for t in named if t not in relations and t not in bare and t not in others)
+    return tuple(dict.fromkeys([*relations, *text]))
+
+
+def classify_postgres_events(
+    items: Iterable[EventRecord | Problem], routines: dict[str, list[Any]] | None = None
+) -> Iterator[EventRecord | Problem | FlagCorrection]:
+    """Statement type, tables, destructive and flags of PostgreSQL events (the tracker's output),
+    and `rolled_back` corrections where the log shows the transaction (pgAudit's MISC class).
+    `routines` is accepted for the same call as normalize.classify_events and not used: pgAudit
+    names what a function's body wrote in the call's own entries."""
+    for item in items:
+        if isinstance(item, Problem):
+            if raw_may_hold_secret(item.raw):
+                item.raw = masked_raw(item.raw)
+            yield item
+            continue
+        if item.command == "Query":
+            entries = _entries(item.extra)
+            verdict = rules.classify(item.sql, [str(e[2]) for e in entries])
+            item.statement_type = verdict.statement_type
+            item.tables = _tables(entries, verdict.tables, verdict.statement_type)
+            item.destructive = verdict.destructive
+            item.flags |= verdict.flags
+            item.fingerprint = fingerprint(item.sql)
+            if item.extra and item.extra.get("audited") == "no":
+                # Only the server's ERROR shows it: pgAudit logged nothing (refused, failed with
+                # log_rows, or in an aborted transaction).
+                item.flags.add("not_audited")
+        elif item.command == "Config" and rules.config_change(item.sql):
+            item.flags.add("anti_forensic")
+        if item.command == "Connect" and item.extra and "failed" not in item.flags:
+            item.session.program = item.session.program or item.extra.get("application")
+        yield item
+        correction = _transaction(item)
+        if correction is not None:
+            yield correction
+
+
+_ROLLBACK_TO = re.compile(r"\bTO\b", re.IGNORECASE)
+
+
+def _rolled_back(session: SessionInfo) -> FlagCorrection | None:
+    keys, session.pending = session.pending, []
+    session.explicit = session.aborted = False
+    return FlagCorrection("rolled_back", keys) if keys else None
+
+
+def _transaction(event: EventRecord) -> FlagCorrection | None:
+    """PostgreSQL's transactions, where the log shows BEGIN/COMMIT/ROLLBACK (pgaudit.log with
+    `misc`): the destructive statements of an explicit transaction wait; ROLLBACK (not TO a
+    savepoint), a disconnect with it open, or COMMIT after a statement of it failed (the server
+    answers ROLLBACK) flags them `rolled_back`. DDL is transactional here: no implicit commit.
+    Without `misc` in pgaudit.log none of these is logged, and nothing is flagged."""
+    session = event.session
+    if event.command == "Quit":
+        return _rolled_back(session) if session.explicit else None
+    if "failed" in event.flags:  # (an ERROR the server logged without its statement, too)
+        if session.explicit:
+            session.aborted = True
+        return None
+    if event.command != "Query":
+        return None
+    kind = event.statement_type
+    if kind in ("BEGIN", "START"):
+        session.pending, session.explicit, session.aborted = [], True, False
+    elif kind in ("ROLLBACK", "ABORT"):
+        if _ROLLBACK_TO.search(event.sql):
+            return None
+        return _rolled_back(session)
+    elif kind in ("COMMIT", "END"):
+        if session.aborted:
+            return _rolled_back(session)
+        session.pending, session.explicit = [], False
+    elif event.destructive and session.explicit:
+        session.pending.append((event.record_hash(), event.occurred_at))
+        del session.pending[:-10_000]  # bounded: a transaction that never ends
+    return None
+
+
+# -- gaps ------------------------------------------------------------------------------------------
+
+_RESET_AUDIT_RE = re.compile(r"\A\s*RESET\s+(?:ALL\b|pgaudit\.log\b)", re.IGNORECASE)
+_CONFIG_RE = re.compile(r'\Aparameter "pgaudit\.log" changed to "(?P<value>[^"\n]{0,4096})"\Z')
+_MAX_SESSIONS = 10_000  # sessions whose last time is remembered (the oldest is forgotten first)
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when else None
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
+class PgAuditWatch:
+    """Where a PostgreSQL log shows that pgAudit did not record, as gaps of reason logging_off.
+
+    - `parameter "pgaudit.log" changed to "none"` (a reload after ALTER SYSTEM or an edited
+      postgresql.conf): for the whole server, until the next change of it to another value
+      (open until then). The server's own lines (connections, errors) go on meanwhile, so
+      the next record does not close it, unlike MySQL's logs switched off.
+    - `RESET pgaudit.log` (or RESET ALL) in a session: pgAudit logs a SET after it ran, under
+      the new setting, so a `SET pgaudit.log = 'none'` never reaches the log while the RESET
+      that ends it does. The gap runs from that session's last record before it to the RESET:
+      what the session ran between may be missing (a session that reset a setting it never
+      changed shows the same line: the detail says "may").
+    State (to_state) is plain data, kept in the gap finder's.
+    """
+
+    def __init__(self) -> None:
+        self.off: list[Any] | None = None  # [time, line, offset] of the change to "none"
+        self.last: OrderedDict[str, str | None] = OrderedDict()  # session key -> its last time
+
+    def to_state(self) -> dict[str, Any]:
+        return {"off": list(self.off) if self.off else None, "last": list(self.last.items())}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.off = list(state["off"]) if state.get("off") else None
+        self.last = OrderedDict((k, v) for k, v in state.get("last", []))
+
+    def open_gap(self) -> GapRecord | None:
+        """The server-wide gap nothing has closed yet, as it stands now (open: no end)."""
+        if self.off is None:
+            return None
+        when, line, offset = self.off
+        return GapRecord("logging_off", _time(when), None, line, offset, _OFF_DETAIL)
+
+    def see(self, event: EventRecord) -> list[GapRecord]:
+        found: list[GapRecord] = []
+        when = event.occurred_at
+        if event.command == "Config":
+            m = _CONFIG_RE.match(event.sql)
+            if m is not None:
+                value = m["value"].strip().lower()
+                if value in ("none", "") and self.off is None:
+                    self.off = [_iso(when), event.line, event.offset]
+                elif value not in ("none", "") and self.off is not None:
+                    started, line, offset = self.off
+                    self.off = None
+                    found.append(GapRecord("logging_off", _time(started), when, line, offset, _OFF_DETAIL))
+            return found
+        key = event.session.key
+        if event.connection_id is None:
+            return found
+        if (
+            event.command == "Query"
+            and event.statement_type == "RESET"
+            and "failed" not in event.flags
+            and _RESET_AUDIT_RE.match(event.sql)
+        ):
+            before = _time(self.last.get(key))
+            found.append(
+                GapRecord(
+                    "logging_off",
+                    before,
+                    when,
+                    event.line,
+                    event.offset,
+                    f"{event.user or 'this session'} reset pgaudit.log: pgAudit logs a SET after it ran, so"
+                    " a `SET pgaudit.log = 'none'` before it is never in the log; what this session ran"
+                    " since its record before may be missing",
+                ),
+            )
+        if event.command == "Quit":
+            self.last.pop(key, None)
+            return found
+        self.last[key] = _iso(when)
+        self.last.move_to_end(key)
+        if len(self.last) > _MAX_SESSIONS:
+            self.last.popitem(last=False)
+        return found
+
+
+_OFF_DETAIL = (
+    'the server reloaded pgaudit.log = "none": pgAudit recorded no statement of any session until'
+    " it changed again (the server's own lines, connections and errors, went on)"
+)
