@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from ingest.binlog.metadata import Transaction
 
@@ -71,6 +72,11 @@ class Unlinked:
     row_statement: Hashable
     reason: str
 
+
+
+def _utc(epoch: int) -> str:
+    """A time of the evidence as a reader reads it (both sides are whole seconds, UTC)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 def normalise(sql: str) -> str:
     return " ".join(sql.split()).rstrip(";").strip()
@@ -230,7 +236,7 @@ def _solve(component: list[RowStatement], edges: Edges) -> dict[Hashable, Link]:
         s = next(iter(picks.values()))
         if s is None:
             continue
-        evidence = [f"same server boot; logged at {s.time}, binlog statement at {b.time}"]
+        evidence = [f"same server boot; logged at {_utc(s.time)}, binlog statement at {_utc(b.time)}"]
         if b.text is not None:
             evidence.append("same statement text (annotate rows event)")
         sharing = sum(1 for other in order if any(c.key == s.key for c in edges[other.key]))
