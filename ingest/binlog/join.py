@@ -73,10 +73,10 @@ class Unlinked:
     reason: str
 
 
-
 def _utc(epoch: int) -> str:
     """A time of the evidence as a reader reads it (both sides are whole seconds, UTC)."""
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
 
 def normalise(sql: str) -> str:
     return " ".join(sql.split()).rstrip(";").strip()
