@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ingest.binlog import reader as r
+from ingest.binlog.payload import PayloadProblem, expanded
 from ingest.binlog.reader import BinlogProblem, Event, Format
-from ingest.binlog.rows import STMT_END, RowsError, count_rows, read_header, widths
+from ingest.binlog.rows import STMT_END, RowsError, count_partial_rows, count_rows, read_header, widths
 from ingest.binlog.tables import TableDef, TableMapError, decode_table_map
 
 TEXT_CAP = 65536  # characters of an annotate or query text kept (the length is kept too)
@@ -175,6 +176,8 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
     stmt: Statement | None = None
     annotate: tuple[int, int, str, int] | None = None  # position, time, text, length
     first = True
+    payload_end = 0  # end of the TRANSACTION_PAYLOAD whose inner events are being read
+    reported: set[int] = set()  # event types told once per file as not read
 
     def close(how: str, at: int, when: int) -> Transaction:
         nonlocal tx, stmt, annotate, began
@@ -185,9 +188,12 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
         done, tx, stmt, annotate, began = tx, None, None, None, False
         return done
 
-    for item in r.read_events(stream):
+    for item in expanded(r.read_events(stream)):
         if isinstance(item, Format):
             fmt = item
+            continue
+        if isinstance(item, PayloadProblem):  # the file goes on after it: not the end
+            yield BinlogProblem(item.position, item.reason, item.raw)
             continue
         if isinstance(item, BinlogProblem):
             if tx is not None:
@@ -200,9 +206,9 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
             first = False
             yield BinlogFile(name, fmt.server_version, e.server_id, fmt.created, fmt.checksum, fmt.in_use)
         t = e.type
-        end = e.position + e.size
+        end = e.position + e.size if e.position >= 0 else payload_end  # inner events: payload.py
         try:
-            if t == r.MARIADB_GTID or t in (r.MYSQL_GTID, r.ANONYMOUS_GTID):
+            if t == r.MARIADB_GTID or t in (r.MYSQL_GTID, r.ANONYMOUS_GTID, r.MYSQL_GTID_TAGGED):
                 if tx is not None:
                     yield BinlogProblem(e.position, "a transaction without its commit event", b"")
                     yield close("incomplete", e.position, 0)
@@ -210,6 +216,9 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 if t == r.MARIADB_GTID:
                     tx.gtid, standalone, tx.thread_id = _mariadb_gtid(e)
                     began = not standalone
+                elif t == r.MYSQL_GTID_TAGGED:
+                    # MySQL 8.4+ writes GTIDs with tags in a new serialisation: not decoded.
+                    yield BinlogProblem(e.position, "tagged GTID (MySQL 8.4+) not decoded: no GTID shown")
                 else:
                     tx.gtid = _mysql_gtid(e)
             elif t == r.QUERY:
@@ -264,7 +273,10 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 w = width_of.get(id(table))
                 if w is None:
                     w = width_of[id(table)] = widths(table)
-                n = count_rows(e.body, header, w)
+                if t == r.PARTIAL_UPDATE_ROWS:
+                    n = count_partial_rows(e.body, header, table)
+                else:
+                    n = count_rows(e.body, header, w)
                 if tx is None:
                     tx = Transaction(file=name, server_id=e.server_id, start=e.position)
                 if stmt is None:
@@ -282,12 +294,19 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 change.positions.append(e.position)
                 if header.flags & STMT_END:
                     stmt = None
-            elif t in r.MARIADB_COMPRESSED or t == r.TRANSACTION_PAYLOAD:
+            elif t == r.TRANSACTION_PAYLOAD:  # expanded(): its events follow it
+                payload_end = end
+            elif t == r.XA_PREPARE and tx is not None:  # MySQL: the first half of an XA transaction
+                yield close("xa_prepare", end, e.timestamp)
+            elif t in r.MARIADB_COMPRESSED:
                 why = f"compressed event (type {t}) not decoded: its rows are not counted"
                 yield BinlogProblem(e.position, why)
             elif t in (r.ROTATE, r.STOP) and tx is not None:
                 yield BinlogProblem(e.position, "the file ends inside a transaction")
                 yield close("incomplete", e.position, 0)
+            elif t not in _NOTHING_FOR_ROWS and t not in (r.ROTATE, r.STOP) and t not in reported:
+                reported.add(t)
+                yield BinlogProblem(e.position, _not_read(t, e.flags))
         except (struct.error, IndexError, KeyError, RowsError, TableMapError, ValueError) as err:
             why = f"event of type {t} cannot be decoded: {err}"[:300]
             yield BinlogProblem(e.position, why, e.body[:2048])
@@ -296,6 +315,34 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
             tx.start, "the file ends inside a transaction (cut short, or still being written)"
         )
         yield close("incomplete", tx.start, 0)
+
+
+# Events read and passed over on purpose: they change no rows and carry nothing a row
+# statement needs (auto-increment and RAND seeds, user variables: the statement-based
+# context; GTID sets; heartbeats; group replication's view changes; the FDE repeated in
+# relay logs; MySQL's commit-order context; MariaDB's checkpoints and GTID lists).
+_NOTHING_FOR_ROWS = frozenset({
+    r.INTVAR, r.RAND, r.USER_VAR, r.FORMAT_DESCRIPTION, r.PREVIOUS_GTIDS, r.HEARTBEAT, r.IGNORABLE,
+    r.TRANSACTION_CONTEXT, r.VIEW_CHANGE, r.HEARTBEAT_V2, r.MARIADB_BINLOG_CHECKPOINT,
+    r.MARIADB_GTID_LIST,
+})  # fmt: skip
+
+_NOT_READ = {
+    r.INCIDENT: "incident event: the server says changes are missing from the binary log here",
+    r.MARIADB_START_ENCRYPTION: "the rest of the file is encrypted (encrypt_binlog): not read",
+    r.BEGIN_LOAD_QUERY: "LOAD DATA logged as a statement: its rows are not in the binary log",
+    r.EXECUTE_LOAD_QUERY: "LOAD DATA logged as a statement: its rows are not in the binary log",
+}
+
+
+def _not_read(event_type: int, flags: int) -> str:
+    """Why an event of a type the pass does not read is passed over (told once per file)."""
+    why = _NOT_READ.get(event_type)
+    if why is None:
+        why = f"event type {event_type} not read"
+        if flags & r.IGNORABLE_F:
+            why += " (flagged ignorable by the server: no rows in it)"
+    return why + "; later events of this type in the file are not reported"
 
 
 def _new_statement(tx: Transaction, annotate: tuple[int, int, str, int] | None, e: Event) -> Statement:
