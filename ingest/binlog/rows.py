@@ -175,6 +175,53 @@ def _skip_image(body: bytes, at: int, present: tuple[int, ...]) -> int:
     return at
 
 
+# -- MySQL 8's PARTIAL_UPDATE_ROWS (binlog_row_value_options=PARTIAL_JSON) ------------------
+#
+# Each row is the before image, then the after image preceded by its value options
+# (length-coded; bit 1: partial JSON) and, with that bit, a bitmap over the JSON columns
+# present in the after image: a set bit means the column holds a diff (operations on paths of
+# the document), not the document. Diffs are not applied here: such a column is left out of
+# the after image, as under binlog_row_image=NOBLOB, and the image says it is incomplete.
+
+_PARTIAL_JSON = 0x01
+
+
+def _partial_prefix(body: bytes, at: int, table: TableDef, present_after: list[bool]) -> tuple[int, set[int]]:
+    options, at = _lenenc(body, at)
+    partial: set[int] = set()
+    if options & _PARTIAL_JSON:
+        json_columns = [i for i, c in enumerate(table.columns) if present_after[i] and c.type == T.JSON]
+        size = (len(json_columns) + 7) // 8
+        bits = body[at : at + size]
+        if len(bits) < size:
+            raise RowsError("a partial update's JSON bitmap runs past the end of its event")
+        at += size
+        partial = {column for k, column in enumerate(json_columns) if bits[k >> 3] & (1 << (k & 7))}
+    return at, partial
+
+
+def _bits(bitmap: bytes, n: int) -> list[bool]:
+    return [bool(bitmap[i // 8] & (1 << (i % 8))) for i in range(n)]
+
+
+def count_partial_rows(body: bytes, header: RowsHeader, table: TableDef) -> int:
+    """`count_rows` for a PARTIAL_UPDATE_ROWS event (it needs the column types)."""
+    widths_ = widths(table)
+    n = len(widths_)
+    before = _present(header.present, header.columns, widths_)
+    after = _present(header.present_after, header.columns, widths_)
+    present_after = _bits(header.present_after or b"", n)
+    at, end, rows = header.rows_at, len(body), 0
+    while at < end:
+        at = _skip_image(body, at, before)
+        at, _ = _partial_prefix(body, at, table, present_after)
+        at = _skip_image(body, at, after)
+        rows += 1
+    if at != end:
+        raise RowsError("the rows run past the end of the event")
+    return rows
+
+
 # -- decoding (row images on demand) -------------------------------------------------------
 
 
@@ -196,9 +243,15 @@ def decode_rows(
         else bits
     )
     at = header.rows_at
+    partial_update = event.type == PARTIAL_UPDATE_ROWS
     while at < len(body):
         first, at = _decode_image(body, at, table, bits)
-        if header.change == "update":
+        if partial_update:
+            at, partial = _partial_prefix(body, at, table, bits_after)
+            second, at = _decode_image(body, at, table, bits_after)
+            in_after = tuple(here and i not in partial for i, here in enumerate(bits_after))
+            yield first, [v if in_after[i] else None for i, v in enumerate(second)], tuple(bits), in_after
+        elif header.change == "update":
             second, at = _decode_image(body, at, table, bits_after)
             yield first, second, tuple(bits), tuple(bits_after)
         elif header.change == "delete":
