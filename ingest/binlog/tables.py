@@ -113,6 +113,9 @@ def decode_table_map(event: Event, fmt: Format) -> TableDef:
     charsets = _charsets(parsed, dbms)
     nullable = parsed.null_bitmask
     primary = sorted({*(meta.simple_primary_key_list or []), *(meta.primary_keys_with_prefix or {})})
+    # Signedness is in the optional metadata under binlog_row_metadata=MINIMAL too (MySQL 8),
+    # but the library applies it to its columns only when the map also carries names.
+    unsigned = list(meta.unsigned_column_list or [])
     columns = []
     for i, c in enumerate(parsed.columns):
         null_bit = bool(nullable[i // 8] & (1 << (i % 8))) if i // 8 < len(nullable) else True
@@ -123,7 +126,7 @@ def decode_table_map(event: Event, fmt: Format) -> TableDef:
                 type=c.type,
                 name=names[i] if i < len(names) else None,
                 nullable=null_bit,
-                unsigned=bool(c.unsigned),
+                unsigned=bool(c.unsigned) or (i < len(unsigned) and bool(unsigned[i])),
                 charset=charsets.get(i),
                 max_length=getattr(c, "max_length", 0),
                 length_size=getattr(c, "length_size", 0),
