@@ -137,6 +137,55 @@ def _mysql_gtid(event: Event) -> str | None:
     return f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
 
 
+def _varlen(body: bytes, at: int) -> tuple[int, int]:
+    """MySQL's serialization (libs/mysql/serialization) unsigned integer: the count of trailing
+    one bits of the first byte is the count of bytes that follow; the value is the rest, little
+    endian (nine bytes when the first is 0xFF)."""
+    first = body[at]
+    extra = (~first & (first + 1)).bit_length() - 1  # trailing ones
+    if extra >= 8:
+        return int.from_bytes(body[at + 1 : at + 9], "little"), at + 9
+    if at + extra + 1 > len(body):
+        raise ValueError("a serialized integer runs past the event")
+    return int.from_bytes(body[at : at + extra + 1], "little") >> (extra + 1), at + extra + 1
+
+
+def _mysql_tagged_gtid(event: Event) -> str:
+    """GTID_TAGGED_LOG_EVENT (MySQL 8.4+): a serialized message (format version, size, last
+    non-ignorable field id) of numbered fields: 0 flags, 1 the source uuid (16 bytes, each an
+    integer), 2 gno (signed: zigzag), 3 the tag (length and text); later fields (commit
+    timestamps, ...) are not needed here. The text is `uuid:tag:gno`, as MySQL writes it."""
+    body = event.body
+    _version, at = _varlen(body, 0)
+    _size, at = _varlen(body, at)
+    _last, at = _varlen(body, at)
+    uuid, gno, tag = b"", None, ""
+    while at < len(body):
+        field, at = _varlen(body, at)
+        if field == 0:
+            _flags, at = _varlen(body, at)
+        elif field == 1:
+            parts = []
+            for _ in range(16):
+                byte, at = _varlen(body, at)
+                parts.append(byte & 0xFF)
+            uuid = bytes(parts)
+        elif field == 2:
+            zigzag, at = _varlen(body, at)
+            gno = (zigzag >> 1) ^ -(zigzag & 1)
+        elif field == 3:
+            length, at = _varlen(body, at)
+            tag = body[at : at + min(length, 32)].decode("ascii", "replace")  # tags are <= 32 chars
+            at += length
+        else:
+            break
+    if len(uuid) != 16 or gno is None:
+        raise ValueError("a tagged GTID without its uuid or number")
+    sid = uuid.hex()
+    text = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}"
+    return f"{text}:{tag}:{gno}" if tag else f"{text}:{gno}"
+
+
 @dataclass(slots=True)
 class _Query:
     thread_id: int
@@ -217,8 +266,11 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                     tx.gtid, standalone, tx.thread_id = _mariadb_gtid(e)
                     began = not standalone
                 elif t == r.MYSQL_GTID_TAGGED:
-                    # MySQL 8.4+ writes GTIDs with tags in a new serialisation: not decoded.
-                    yield BinlogProblem(e.position, "tagged GTID (MySQL 8.4+) not decoded: no GTID shown")
+                    try:
+                        tx.gtid = _mysql_tagged_gtid(e)
+                    except (ValueError, IndexError) as err:
+                        why = f"tagged GTID (MySQL 8.4+) not decoded: {err}"[:300]
+                        yield BinlogProblem(e.position, why, e.body[:2048])
                 else:
                     tx.gtid = _mysql_gtid(e)
             elif t == r.QUERY:

@@ -35,6 +35,7 @@ from ingest.binlog.flashback import flashback_sql, table_info
 from ingest.binlog.images import RowImage, row_images, table_of
 from ingest.binlog.join import LoggedStatement, join, row_statements
 from ingest.binlog.metadata import Transaction, scan
+from ingest.binlog.metadata import _mysql_tagged_gtid as _tagged
 from ingest.binlog.reader import BinlogProblem, read_events
 from ingest.binlog.tables import ColumnDef, TableDef
 
@@ -341,12 +342,26 @@ def test_a_partial_json_update_keeps_its_before_image_and_leaves_the_diff_out() 
     assert not [x for x in _scan("json.binlog.000001") if isinstance(x, BinlogProblem)]
 
 
-def test_a_tagged_gtid_opens_its_transaction_and_is_told_undecoded() -> None:
+def test_a_tagged_gtid_is_read_as_rust_mysql_common_asserts() -> None:
+    # gtid_tagged_log_event_from_binlog: sid 55778904-0299-11f1-b1b8-4ef0c4956feb, tag "mytag", gno 3
     items = _scan("binlog_transaction_with_GTID_TAG.000001")  # MySQL 9.6.0
     (tx,) = [x for x in items if isinstance(x, Transaction)]
-    problems = [x for x in items if isinstance(x, BinlogProblem)]
-    assert tx.ended_by == "xid" and tx.rows == 1 and tx.start == problems[0].position
-    assert "tagged GTID" in problems[0].reason
+    assert tx.gtid == "55778904-0299-11f1-b1b8-4ef0c4956feb:mytag:3"
+    assert tx.ended_by == "xid" and tx.rows == 1 and tx.start == 245
+    assert not [x for x in items if isinstance(x, BinlogProblem)]
+
+
+def test_a_tagged_gtid_cut_anywhere_is_a_problem_never_an_exception() -> None:
+    data = (SAMPLES / "binlog_transaction_with_GTID_TAG.000001").read_bytes()
+    header = data[245:264]
+    body = data[264 : 245 + struct.unpack_from("<I", header, 9)[0] - 4]
+    for cut in range(len(body)):
+        event = r.Event(245, 0, r.MYSQL_GTID_TAGGED, 1, 19 + cut, 0, 0, body[:cut])
+        try:
+            gtid = _tagged(event)
+        except (ValueError, IndexError):
+            continue  # the metadata pass turns these into a problem at the event's position
+        assert gtid.startswith("55778904-")
 
 
 def test_every_cut_of_a_compressed_sample_is_a_problem_never_an_exception() -> None:
