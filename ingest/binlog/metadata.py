@@ -225,7 +225,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
     stmt: Statement | None = None
     annotate: tuple[int, int, str, int] | None = None  # position, time, text, length
     first = True
-    payload_end = 0  # end of the TRANSACTION_PAYLOAD whose inner events are being read
+    payload_at = payload_end = 0  # the TRANSACTION_PAYLOAD whose inner events are being read
     reported: set[int] = set()  # event types told once per file as not read
 
     def close(how: str, at: int, when: int) -> Transaction:
@@ -256,12 +256,13 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
             yield BinlogFile(name, fmt.server_version, e.server_id, fmt.created, fmt.checksum, fmt.in_use)
         t = e.type
         end = e.position + e.size if e.position >= 0 else payload_end  # inner events: payload.py
+        where = e.position if e.position >= 0 else payload_at  # what a problem or a transaction names
         try:
             if t == r.MARIADB_GTID or t in (r.MYSQL_GTID, r.ANONYMOUS_GTID, r.MYSQL_GTID_TAGGED):
                 if tx is not None:
-                    yield BinlogProblem(e.position, "a transaction without its commit event", b"")
-                    yield close("incomplete", e.position, 0)
-                tx = Transaction(file=name, server_id=e.server_id, start=e.position, commit_time=e.timestamp)
+                    yield BinlogProblem(where, "a transaction without its commit event", b"")
+                    yield close("incomplete", where, 0)
+                tx = Transaction(file=name, server_id=e.server_id, start=where, commit_time=e.timestamp)
                 if t == r.MARIADB_GTID:
                     tx.gtid, standalone, tx.thread_id = _mariadb_gtid(e)
                     began = not standalone
@@ -270,7 +271,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                         tx.gtid = _mysql_tagged_gtid(e)
                     except (ValueError, IndexError) as err:
                         why = f"tagged GTID (MySQL 8.4+) not decoded: {err}"[:300]
-                        yield BinlogProblem(e.position, why, e.body[:2048])
+                        yield BinlogProblem(where, why, e.body[:2048])
                 else:
                     tx.gtid = _mysql_gtid(e)
             elif t == r.QUERY:
@@ -278,14 +279,14 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 verb = q.text.strip().upper()
                 if verb == "BEGIN" or verb.startswith("XA START"):
                     if tx is None:
-                        tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                        tx = Transaction(file=name, server_id=e.server_id, start=where)
                     tx.thread_id = q.thread_id
                     began = True
                 elif verb in ("COMMIT", "ROLLBACK") and tx is not None:
                     yield close(verb.lower(), end, e.timestamp)
                 else:
                     if tx is None:
-                        tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                        tx = Transaction(file=name, server_id=e.server_id, start=where)
                     s = Statement("query", e.position, e.timestamp, q.text, q.length, q.thread_id,
                                   q.database or None, q.error_code)  # fmt: skip
                     tx.statements.append(s)
@@ -310,7 +311,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                     decoded[e.body] = table
                 maps[table.table_id] = (table, e.position)
                 if tx is None:
-                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                    tx = Transaction(file=name, server_id=e.server_id, start=where)
                 if stmt is None:
                     stmt = _new_statement(tx, annotate, e)
                     annotate = None
@@ -319,7 +320,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 found = maps.get(header.table_id)
                 if found is None:
                     why = f"rows for table id {header.table_id} without its table map"
-                    yield BinlogProblem(e.position, why)
+                    yield BinlogProblem(where, why)
                     continue
                 table, map_at = found
                 w = width_of.get(id(table))
@@ -330,7 +331,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 else:
                     n = count_rows(e.body, header, w)
                 if tx is None:
-                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                    tx = Transaction(file=name, server_id=e.server_id, start=where)
                 if stmt is None:
                     stmt = _new_statement(tx, annotate, e)
                     annotate = None
@@ -347,21 +348,21 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                 if header.flags & STMT_END:
                     stmt = None
             elif t == r.TRANSACTION_PAYLOAD:  # expanded(): its events follow it
-                payload_end = end
+                payload_at, payload_end = e.position, end
             elif t == r.XA_PREPARE and tx is not None:  # MySQL: the first half of an XA transaction
                 yield close("xa_prepare", end, e.timestamp)
             elif t in r.MARIADB_COMPRESSED:
                 why = f"compressed event (type {t}) not decoded: its rows are not counted"
-                yield BinlogProblem(e.position, why)
+                yield BinlogProblem(where, why)
             elif t in (r.ROTATE, r.STOP) and tx is not None:
-                yield BinlogProblem(e.position, "the file ends inside a transaction")
-                yield close("incomplete", e.position, 0)
+                yield BinlogProblem(where, "the file ends inside a transaction")
+                yield close("incomplete", where, 0)
             elif t not in _NOTHING_FOR_ROWS and t not in (r.ROTATE, r.STOP) and t not in reported:
                 reported.add(t)
-                yield BinlogProblem(e.position, _not_read(t, e.flags))
+                yield BinlogProblem(where, _not_read(t, e.flags))
         except (struct.error, IndexError, KeyError, RowsError, TableMapError, ValueError) as err:
             why = f"event of type {t} cannot be decoded: {err}"[:300]
-            yield BinlogProblem(e.position, why, e.body[:2048])
+            yield BinlogProblem(where, why, e.body[:2048])
     if tx is not None:
         yield BinlogProblem(
             tx.start, "the file ends inside a transaction (cut short, or still being written)"

@@ -377,6 +377,31 @@ def test_every_cut_of_a_compressed_sample_is_a_problem_never_an_exception() -> N
         assert any(isinstance(x, BinlogProblem) for x in scan(io.BytesIO(bytes(copy)), "f")), at
 
 
+def _with_body(data: bytes, position: int, body: bytes) -> bytes:
+    """`data` with the event at `position` given `body`, its size and CRC32 made right."""
+    header = bytearray(data[position : position + 19])
+    old = struct.unpack_from("<I", header, 9)[0]
+    struct.pack_into("<I", header, 9, 19 + len(body) + 4)
+    crc = zlib.crc32(body, zlib.crc32(bytes(header))).to_bytes(4, "little")
+    return data[:position] + bytes(header) + body + crc + data[position + old :]
+
+
+def test_a_hostile_payload_with_a_right_checksum_is_a_problem_never_an_exception() -> None:
+    """Every byte of the payload event's body changed (its checksum made right again), and the
+    body cut at every length: the scan never raises, and says where when it cannot read it."""
+    data = (SAMPLES / "transaction_compression.000001").read_bytes()
+    at = 274  # the TRANSACTION_PAYLOAD event
+    body = data[at + 19 : at + struct.unpack_from("<I", data, at + 9)[0] - 4]
+    for i in range(len(body)):
+        for changed in (body[:i] + bytes([body[i] ^ 0x5A]) + body[i + 1 :], body[:i]):
+            items = list(scan(io.BytesIO(_with_body(data, at, changed)), "f"))
+            problems = [x for x in items if isinstance(x, BinlogProblem)]
+            txs = [x for x in items if isinstance(x, Transaction)]
+            assert problems or (txs and txs[0].ended_by == "xid"), i
+            # positions name the file's bytes: the payload event, never an address inside it
+            assert all(p.position >= 0 for p in problems) and all(t.start >= 0 and t.end >= 0 for t in txs)
+
+
 # -- what must be shown: the join by thread id and the flashback -----------------------------
 
 
