@@ -164,8 +164,12 @@ def expanded(
     """`items` (from `reader.read_events`) with every TRANSACTION_PAYLOAD event followed by the
     events it holds; one that cannot be expanded is followed by a `PayloadProblem` instead
     (after the inner events read before the fault)."""
-    for item in items:
+    it = iter(items)
+    for item in it:
         yield item
+        if isinstance(item, Format) and item.mariadb:  # MariaDB writes no TRANSACTION_PAYLOAD
+            yield from it
+            return
         if isinstance(item, Event) and item.type == r.TRANSACTION_PAYLOAD:
             try:
                 yield from events(item)
