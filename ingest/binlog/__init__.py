@@ -2,6 +2,7 @@
 
 Pure Python, no Django (like ingest/parsers). The modules, in the order data flows:
   - reader: framing, checksums, positions (`recognise`, `read_events`, `read_event_at`);
+  - payload: MySQL 8 compressed transactions expanded (`expanded`, `read_event` by address);
   - tables: TABLE_MAP events through mysql-replication's decoder (`decode_table_map`);
   - rows: rows events counted (metadata pass) or decoded to values (`decode_rows`);
   - metadata: the pass ingest stores (`scan` -> `BinlogFile`, `Transaction`, `BinlogProblem`);

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from ingest.binlog.metadata import TableChange
-from ingest.binlog.reader import BinlogError, Format, read_event_at, read_format
+from ingest.binlog.payload import read_event
+from ingest.binlog.reader import BinlogError, Format, read_format
 from ingest.binlog.rows import Value, count_rows, decode_rows, json_value, read_header, widths
 from ingest.binlog.schema import TableSchema
 from ingest.binlog.tables import TableDef, decode_table_map
@@ -59,7 +60,7 @@ def named_table(table: TableDef, schema: TableSchema | None) -> TableDef:
 
 def table_of(stream: BinaryIO, change: TableChange, fmt: Format | None = None) -> TableDef:
     fmt = fmt or read_format(stream)
-    return decode_table_map(read_event_at(stream, change.table_map_position, fmt), fmt)
+    return decode_table_map(read_event(stream, change.table_map_position, fmt), fmt)
 
 
 def row_images(
@@ -77,7 +78,7 @@ def row_images(
     names = [c.name or f"@{c.index + 1}" for c in table.columns]
     value_widths = widths(table) if skip else ()
     for position in change.positions:
-        event = read_event_at(stream, position, fmt)
+        event = read_event(stream, position, fmt)
         if event.type not in (23, 24, 25, 30, 31, 32, 39):
             raise BinlogError(f"no rows event at {position}")
         if skip:

@@ -10,7 +10,8 @@ checksum of its own.
 An event inside a payload has no position in the file, so it gets an *address*: a negative
 number made of the payload event's position and the event's byte offset in the uncompressed
 payload (`inner_address`). Addresses are stored where positions are (the rows events of a table
-change) and `read_inner` reads the event at one again, decompressing as a stream: memory stays
+change); `read_event` reads the event at a position or an address, and `read_inner` the event
+at an address, decompressing as a stream: memory stays
 bounded by one event, and reading the events of one payload in order decompresses it once.
 """
 
@@ -20,6 +21,8 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
+
+import zstandard
 
 from ingest.binlog import reader as r
 from ingest.binlog.reader import (
@@ -105,8 +108,6 @@ class _Stream:
             self._data: bytes | None = data
             self._reader = None
         elif head.compression == _ZSTD:
-            import zstandard
-
             self._data = None
             self._reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
         else:
@@ -179,6 +180,11 @@ def expanded(
 
 
 _local = threading.local()  # per thread: (payload body, its position, its stream) last read
+
+
+def read_event(stream: BinaryIO, position: int, fmt: Format) -> Event:
+    """The event at a stored position: a file position, or an address inside a payload."""
+    return read_inner(stream, position, fmt) if position < 0 else r.read_event_at(stream, position, fmt)
 
 
 def read_inner(stream: BinaryIO, address: int, fmt: Format) -> Event:

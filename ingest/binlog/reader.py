@@ -254,12 +254,8 @@ def read_format(stream: BinaryIO) -> Format:
 
 
 def read_event_at(stream: BinaryIO, position: int, fmt: Format) -> Event:
-    """The one event at a position the metadata pass stored (row images on demand); a negative
-    position is the address of an event inside a compressed transaction (`payload`)."""
-    if position < 0:
-        from ingest.binlog.payload import read_inner  # it builds on this module
-
-        return read_inner(stream, position, fmt)
+    """The one event at a position the metadata pass stored (row images on demand). Stored
+    positions may also be addresses inside a compressed transaction: `payload.read_event`."""
     stream.seek(position)
     event = _read_one(stream, position, fmt)
     if event is None:
