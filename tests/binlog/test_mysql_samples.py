@@ -544,3 +544,29 @@ def test_flashback_walks_a_mysql_8_scene_back_through_every_state(scene: str) ->
             assert undone == sum(1 for s_ in sent if s_.split()[0].upper() in ("INSERT", "UPDATE", "DELETE"))
         finally:
             c.execute(f"DROP DATABASE IF EXISTS {db}")
+
+
+ALL_SAMPLES = sorted(p.name for p in SAMPLES.iterdir() if p.suffix not in (".md", ".sql"))
+_READ = {
+    r.QUERY, r.XID, r.TABLE_MAP, r.ROWS_QUERY, r.MYSQL_GTID, r.ANONYMOUS_GTID, r.MYSQL_GTID_TAGGED,
+    r.TRANSACTION_PAYLOAD, r.ROTATE, r.STOP, r.XA_PREPARE, *r.ROWS_CHANGE,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ALL_SAMPLES)
+def test_every_event_type_of_a_sample_is_read_or_told(name: str) -> None:
+    """Each event, inside compressed transactions too, is of a type the pass reads, passes over
+    on purpose (changes no rows), or names in a problem at its position."""
+    from ingest.binlog.metadata import _NOTHING_FOR_ROWS
+    from ingest.binlog.payload import expanded
+
+    with (SAMPLES / name).open("rb") as f:
+        events = [x for x in expanded(read_events(f)) if isinstance(x, r.Event)]
+    problems = [x for x in _scan(name) if isinstance(x, BinlogProblem)]
+    for event in events:
+        if event.type in _READ or event.type in _NOTHING_FOR_ROWS:
+            continue
+        told = [p for p in problems if p.position == event.position and f"type {event.type}" in p.reason]
+        first = next(e for e in events if e.type == event.type)  # told once per file
+        assert told or first is not event, f"type {event.type} at {event.position}"
+    assert len(events) > 3
