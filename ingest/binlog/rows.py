@@ -17,7 +17,6 @@ the present non-null values.
 from __future__ import annotations
 
 import base64
-import json
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,8 +24,8 @@ from decimal import Decimal
 from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
-from pymysqlreplication.json_binary import parse_json
 
+from ingest.binlog.jsonb import json_text
 from ingest.binlog.reader import (
     DELETE_ROWS_V2,
     PARTIAL_UPDATE_ROWS,
@@ -482,21 +481,11 @@ def encode_latin1(text: str) -> bytes:
 
 
 def _mysql_json(raw: bytes) -> str | bytes:
+    """MySQL's binary JSON as MySQL shows it (jsonb.py); bytes where it is not JSON."""
     try:
-        value = parse_json(raw[0], raw[1:]) if raw else None
-    except Exception:  # hostile or unknown JSON encoding: keep the bytes
+        return json_text(raw, _decimal)
+    except (ValueError, IndexError, struct.error):  # hostile or unknown encoding: keep the bytes
         return bytes(raw)
-
-    def plain(v: Any) -> Any:
-        if isinstance(v, bytes):
-            return v.decode("utf-8", "replace")
-        if isinstance(v, dict):
-            return {plain(k): plain(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [plain(x) for x in v]
-        return v
-
-    return json.dumps(plain(value), ensure_ascii=False, default=str)
 
 
 BINARY_MARKER = "base64"

@@ -14,6 +14,7 @@ our code.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -570,3 +571,44 @@ def test_every_event_type_of_a_sample_is_read_or_told(name: str) -> None:
         first = next(e for e in events if e.type == event.type)  # told once per file
         assert told or first is not event, f"type {event.type} at {event.position}"
     assert len(events) > 3
+
+
+def test_json_values_of_mysql_s_own_types_are_shown_as_mysql_shows_them() -> None:
+    """json-opaque.binlog (MySQL 9.0.1): one JSON document per INSERT holding a value of a MySQL
+    type (CAST(... AS JSON)). rust_mysql_common asserts {"a": "base64:type15:VQ=="},
+    {"b": "2012-03-18"}, {"c": "2012-03-18 11:30:45.000000"}, {"c": "87:31:46.654321"},
+    {"d": "123.456"}, {"e": "9.00"}, {"e": [0, 1, true, false]}, {"e": null}; its DECIMALs are
+    strings there, numbers with the same digits in MySQL's JSON text and here."""
+    shown = [json.loads(row.after["a"]) for _, row in _rows("json-opaque.binlog") if row.after]
+    assert shown == [
+        {"a": "base64:type15:VQ=="},
+        {"b": "2012-03-18"},
+        {"c": "2012-03-18 11:30:45.000000"},
+        {"c": "87:31:46.654321"},
+        {"d": 123.456},
+        {"e": 9.0},
+        {"e": [0, 1, True, False]},
+        {"e": None},
+    ]
+    texts = [row.after["a"] for _, row in _rows("json-opaque.binlog") if row.after]
+    assert texts[4] == '{"d": 123.456}' and texts[5] == '{"e": 9.00}'  # the exact digits
+
+
+def test_hostile_json_bytes_raise_value_error_never_anything_else() -> None:
+    from ingest.binlog.jsonb import json_text
+    from ingest.binlog.rows import _decimal
+
+    documents = [
+        bytes.fromhex("000100160000000b0001000f0c00630b08f1fb09ee770500000000"),  # a TIME opaque
+        b"\x00\x02\x00\x1a\x00\x12\x00\x01\x00\x13\x00\x01\x00\x05\x01\x00\x04\x01\x00ab",
+        b"\x02" + b"\x01\x00\xff\xff" + b"\x02\x00\x00",  # an array larger than its value
+        b"\x02\x01\x00\x07\x00" + b"\x02\x04\x00" + b"\x02" * 300,  # nesting past the bound
+    ]
+    for raw in documents:
+        for cut in range(len(raw) + 1):
+            for flip in range(min(len(raw), 40)):
+                data = bytearray(raw[:cut])
+                if flip < len(data):
+                    data[flip] ^= 0xA5
+                with contextlib.suppress(ValueError):  # the decoder's one way to refuse
+                    json_text(bytes(data), _decimal)
