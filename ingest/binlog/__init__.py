@@ -5,6 +5,7 @@ Pure Python, no Django (like ingest/parsers). The modules, in the order data flo
   - payload: MySQL 8 compressed transactions expanded (`expanded`, `read_event` by address);
   - tables: TABLE_MAP events through mysql-replication's decoder (`decode_table_map`);
   - rows: rows events counted (metadata pass) or decoded to values (`decode_rows`);
+  - jsonb: MySQL's binary JSON to the text MySQL shows (`json_text`);
   - metadata: the pass ingest stores (`scan` -> `BinlogFile`, `Transaction`, `BinlogProblem`);
   - schema: columns from a CREATE TABLE (`parse_create_table`) when the binlog lacks names;
   - images: row images of one table change on demand (`row_images` -> `RowImage`);

@@ -351,7 +351,7 @@ def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:
     if len(raw) < length:
         raise RowsError(f"a value of {c.name or c.index} runs past the end of its event")
     end = start + length
-    if t == T.JSON:  # MySQL's binary JSON: the library's decoder, then text
+    if t == T.JSON:  # MySQL's binary JSON, as text (jsonb.py)
         return _mysql_json(raw), end
     if t == T.GEOMETRY:
         return bytes(raw), end
