@@ -22,8 +22,16 @@ from typing import Any, BinaryIO
 
 from ingest.binlog.metadata import TableChange
 from ingest.binlog.payload import read_event
-from ingest.binlog.reader import BinlogError, Format, read_format
-from ingest.binlog.rows import Value, count_rows, decode_rows, json_value, read_header, widths
+from ingest.binlog.reader import PARTIAL_UPDATE_ROWS, BinlogError, Format, read_format
+from ingest.binlog.rows import (
+    Value,
+    count_partial_rows,
+    count_rows,
+    decode_rows,
+    json_value,
+    read_header,
+    widths,
+)
 from ingest.binlog.schema import TableSchema
 from ingest.binlog.tables import TableDef, decode_table_map
 
@@ -82,7 +90,11 @@ def row_images(
         if event.type not in (23, 24, 25, 30, 31, 32, 39):
             raise BinlogError(f"no rows event at {position}")
         if skip:
-            n = count_rows(event.body, read_header(event, fmt), value_widths)
+            header = read_header(event, fmt)
+            if event.type == PARTIAL_UPDATE_ROWS:
+                n = count_partial_rows(event.body, header, table)
+            else:
+                n = count_rows(event.body, header, value_widths)
             if n <= skip:
                 skip -= n
                 continue

@@ -612,3 +612,14 @@ def test_hostile_json_bytes_raise_value_error_never_anything_else() -> None:
                     data[flip] ^= 0xA5
                 with contextlib.suppress(ValueError):  # the decoder's one way to refuse
                     json_text(bytes(data), _decimal)
+
+
+@pytest.mark.parametrize("name", ["json.binlog.000001", "mysql-bin.compressed", "01-basic-crud.binlog"])
+def test_a_page_further_on_is_the_same_rows_as_reading_from_the_start(name: str) -> None:
+    with (SAMPLES / name).open("rb") as f:
+        for tx in _transactions(name):
+            for statement in tx.statements:
+                for change in statement.changes:
+                    whole = list(row_images(f, change))
+                    for skip in range(len(whole) + 1):
+                        assert list(row_images(f, change, skip=skip)) == whole[skip:]
