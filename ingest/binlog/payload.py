@@ -67,6 +67,8 @@ class _Header:
 
 
 def _lenenc(body: bytes, at: int) -> tuple[int, int]:
+    if at >= len(body):
+        raise BinlogError("a transaction payload header cut short")
     first = body[at]
     if first < 251:
         return first, at + 1
@@ -195,10 +197,10 @@ def read_inner(stream: BinaryIO, address: int, fmt: Format) -> Event:
     if payload.type != r.TRANSACTION_PAYLOAD:
         raise BinlogError(f"no transaction payload at {position}")
     cursor: tuple[bytes, int, _Stream] | None = getattr(_local, "cursor", None)
-    if cursor is None or cursor[0] != payload.body or cursor[1] != position or cursor[2].offset > offset:
-        cursor = (payload.body, position, _Stream(payload))
-    inner = cursor[2]
     try:
+        if cursor is None or cursor[0] != payload.body or cursor[1] != position or cursor[2].offset > offset:
+            cursor = (payload.body, position, _Stream(payload))
+        inner = cursor[2]
         while inner.offset < offset:
             if inner.next_event(position) is None:
                 break

@@ -623,3 +623,22 @@ def test_a_page_further_on_is_the_same_rows_as_reading_from_the_start(name: str)
                     whole = list(row_images(f, change))
                     for skip in range(len(whole) + 1):
                         assert list(row_images(f, change, skip=skip)) == whole[skip:]
+
+
+def test_an_address_into_a_damaged_payload_is_a_binlog_error() -> None:
+    """Row images read later from a file that changed since ingest: an error the page can show."""
+    from ingest.binlog.payload import inner_address, read_event, split_address
+
+    assert split_address(inner_address(274, 71)) == (274, 71)
+    data = (SAMPLES / "transaction_compression.000001").read_bytes()
+    at = 274
+    body = data[at + 19 : at + struct.unpack_from("<I", data, at + 9)[0] - 4]
+    for cut in range(len(body)):
+        damaged = io.BytesIO(_with_body(data, at, body[:cut]))
+        fmt = r.read_format(damaged)
+        for offset in (0, 71, 116, 152, 5):
+            try:
+                event = read_event(damaged, inner_address(at, offset), fmt)
+            except r.BinlogError:
+                continue
+            assert event.position == inner_address(at, offset)
