@@ -11,7 +11,10 @@ Transaction boundaries, per server flavour (one place):
     means the group is that GTID and one Query; otherwise it ends at XID or a Query COMMIT
     (or ROLLBACK, when non-transactional changes were logged and the rest rolled back).
   - MySQL 5.6+: a GTID (or ANONYMOUS_GTID) event, then a Query BEGIN ... XID/COMMIT; a DDL is
-    GTID + one Query with no BEGIN. Older MySQL: Query BEGIN opens, as without GTIDs.
+    GTID + one Query with no BEGIN; XA_PREPARE ends the first half of an XA transaction.
+    MySQL 8.0.20+ may compress a transaction into one TRANSACTION_PAYLOAD after its GTID: its
+    events are read as if they stood in the file (payload.py). Older MySQL: Query BEGIN opens,
+    as without GTIDs.
 A statement of rows ends at the rows event flagged STMT_END; the annotate event (MariaDB
 ANNOTATE_ROWS, MySQL ROWS_QUERY) before its first table map gives its text.
 """
@@ -80,7 +83,7 @@ class Transaction:
     thread_id: int | None = None  # MySQL's BEGIN, MariaDB 11.5+ GTID
     commit_time: int = 0  # the commit event's timestamp (seconds since the epoch)
     xid: int | None = None
-    ended_by: str = ""  # "xid", "commit", "rollback", "ddl", "incomplete"
+    ended_by: str = ""  # "xid", "commit", "rollback", "ddl", "xa_prepare", "incomplete"
     statements: list[Statement] = field(default_factory=list)
 
     @property
