@@ -139,18 +139,109 @@ def widths(table: TableDef) -> tuple[int, ...]:
 
 def count_rows(body: bytes, header: RowsHeader, widths_: tuple[int, ...]) -> int:
     """How many rows the event holds (an UPDATE row counts once: before and after)."""
-    images = 2 if header.present_after is not None else 1
-    before = _present(header.present, header.columns, widths_)
-    after = _present(header.present_after, header.columns, widths_) if header.present_after else before
-    at, end, n = header.rows_at, len(body), 0
-    while at < end:
-        at = _skip_image(body, at, before)
-        if images == 2:
-            at = _skip_image(body, at, after)
-        n += 1
-    if at != end:
-        raise RowsError("the rows run past the end of the event")
-    return n
+    return row_counter(header, widths_)(body, header.rows_at)
+
+
+# How the walk is fast in pure Python: a row image is a null bitmap and then the present
+# non-null values, so for one table layout and one null bitmap the bytes to skip are fixed
+# sums between the length prefixes of the variable-length values. For each bitmap met we
+# generate (once) a small function of straight-line additions, one per variable-length
+# value; a row is then one dictionary look-up and one call per image, instead of a loop over
+# its columns. Only integers from the table map go into the generated source. The number of
+# functions per layout is bounded (hostile files could show every bitmap): past
+# MASKS_PER_LAYOUT, bitmaps are walked by the generic loop.
+MASKS_PER_LAYOUT = 256
+_LAYOUTS_MAX = 4096
+_counters: dict[tuple[tuple[int, ...], bytes, bytes | None, int], Any] = {}
+
+
+def row_counter(header: RowsHeader, widths_: tuple[int, ...]) -> Any:
+    """A function (body, rows_at) -> rows of events with this header's layout (cached)."""
+    key = (widths_, header.present, header.present_after, header.columns)
+    counter = _counters.get(key)
+    if counter is None:
+        before = _present(header.present, header.columns, widths_)
+        after = _present(header.present_after, header.columns, widths_) if header.present_after else None
+        counter = _make_counter(before, after)
+        if len(_counters) >= _LAYOUTS_MAX:  # bounded: a hostile file with endless layouts
+            _counters.clear()
+        _counters[key] = counter
+    return counter
+
+
+class _Skips(dict):
+    """Null bitmap -> the function skipping one image with it, made when first met."""
+
+    def __init__(self, present: tuple[int, ...]) -> None:
+        super().__init__()
+        self.present = present
+
+    def __missing__(self, mask: int) -> Any:
+        present = self.present
+        if len(self) >= MASKS_PER_LAYOUT:
+            return lambda b, at: _skip_values(b, at, present, mask)
+        skip = self[mask] = _compile_skip(present, mask)
+        return skip
+
+
+def _compile_skip(present: tuple[int, ...], mask: int) -> Any:
+    """`skip(body, at) -> at`: past the values of one image whose null bitmap is `mask`
+    (`at` is just after the bitmap)."""
+    lines, fixed = [], 0
+    for i, w in enumerate(present):
+        if mask >> i & 1:
+            continue  # NULL: no bytes
+        if w > 0:
+            fixed += w
+            continue
+        size = -w
+        if size == 1:
+            length = f"b[at + {fixed}]"
+        elif size == 2:
+            length = f"(b[at + {fixed}] | b[at + {fixed + 1}] << 8)"
+        else:
+            length = f"int.from_bytes(b[at + {fixed}:at + {fixed + size}], 'little')"
+        lines.append(f"    at += {fixed + size} + {length}")
+        fixed = 0
+    if len(lines) > 64:  # very wide tables: the generic loop, not a huge function
+        return lambda b, at: _skip_values(b, at, present, mask)
+    source = "def skip(b, at):\n" + "".join(line + "\n" for line in lines) + f"    return at + {fixed}\n"
+    scope: dict[str, Any] = {}
+    exec(source, scope)  # made of integers from the table map only
+    return scope["skip"]
+
+
+def _make_counter(before: tuple[int, ...], after: tuple[int, ...] | None) -> Any:
+    before_skips = _Skips(before)
+    after_skips = _Skips(after) if after is not None else None
+    before_bytes = (len(before) + 7) // 8
+    after_bytes = (len(after) + 7) // 8 if after is not None else 0
+
+    def count(body: bytes, at: int) -> int:
+        end, n = len(body), 0
+        if not before and not after and at < end:  # a row of no bytes: it would never end
+            raise RowsError("rows without any column present")
+        try:
+            while at < end:
+                at = before_skips[_mask(body, at, before_bytes)](body, at + before_bytes)
+                if after_skips is not None:
+                    at = after_skips[_mask(body, at, after_bytes)](body, at + after_bytes)
+                n += 1
+        except IndexError:
+            raise RowsError("the rows run past the end of the event") from None
+        if at != end:
+            raise RowsError("the rows run past the end of the event")
+        return n
+
+    return count
+
+
+def _mask(body: bytes, at: int, size: int) -> int:
+    if size == 1:
+        return body[at]
+    if at + size > len(body):
+        raise IndexError
+    return int.from_bytes(body[at : at + size], "little")
 
 
 def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tuple[int, ...]:
@@ -159,12 +250,9 @@ def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tu
     return tuple(widths_[i] for i in range(columns) if bitmap[i // 8] & (1 << (i % 8)))
 
 
-def _skip_image(body: bytes, at: int, present: tuple[int, ...]) -> int:
-    nulls = body[at : at + (len(present) + 7) // 8]
-    at += (len(present) + 7) // 8
-    any_null = any(nulls)
+def _skip_values(body: bytes, at: int, present: tuple[int, ...], mask: int) -> int:
     for i, w in enumerate(present):
-        if any_null and nulls[i >> 3] & (1 << (i & 7)):
+        if mask >> i & 1:
             continue
         if w > 0:
             at += w
@@ -196,6 +284,8 @@ def decode_rows(
         else bits
     )
     at = header.rows_at
+    if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
+        raise RowsError("rows without any column present")
     while at < len(body):
         first, at = _decode_image(body, at, table, bits)
         if header.change == "update":
