@@ -167,7 +167,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
          STMT_END flag closes the statement.
     """
     fmt: Format | None = None
-    maps: dict[int, tuple[TableDef, int]] = {}  # table id -> (definition, table map position)
+    maps: dict[int, tuple[TableDef, int, str]] = {}  # table id -> (definition, map position, name)
     decoded: dict[bytes, TableDef] = {}
     width_of: dict[int, tuple[int, ...]] = {}  # id(TableDef) -> value widths
     tx: Transaction | None = None
@@ -185,24 +185,58 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
         done, tx, stmt, annotate, began = tx, None, None, None, False
         return done
 
-    for item in r.read_events(stream):
-        if isinstance(item, Format):
-            fmt = item
-            continue
-        if isinstance(item, BinlogProblem):
+    # Event types as locals: this loop runs once per event (hundreds of thousands per file).
+    gtid_types = (r.MARIADB_GTID, r.MYSQL_GTID, r.ANONYMOUS_GTID)
+    query, xid, table_map = r.QUERY, r.XID, r.TABLE_MAP
+    annotate_types = (r.MARIADB_ANNOTATE_ROWS, r.ROWS_QUERY)
+    rows_types = r.ROWS_CHANGE
+    event_type = Event
+    for e in r.read_events(stream):
+        if type(e) is not event_type:
+            if isinstance(e, Format):
+                fmt = e
+                continue
+            assert isinstance(e, BinlogProblem)
             if tx is not None:
-                yield close("incomplete", item.position, 0)
-            yield item
+                yield close("incomplete", e.position, 0)
+            yield e
             return
-        e = item
         assert fmt is not None
         if first:
             first = False
             yield BinlogFile(name, fmt.server_version, e.server_id, fmt.created, fmt.checksum, fmt.in_use)
         t = e.type
-        end = e.position + e.size
         try:
-            if t == r.MARIADB_GTID or t in (r.MYSQL_GTID, r.ANONYMOUS_GTID):
+            if t in rows_types:  # first: the most frequent event
+                header = read_header(e, fmt)
+                found = maps.get(header.table_id)
+                if found is None:
+                    why = f"rows for table id {header.table_id} without its table map"
+                    yield BinlogProblem(e.position, why)
+                    continue
+                table, map_at, table_name = found
+                w = width_of.get(id(table))
+                if w is None:
+                    w = width_of[id(table)] = widths(table)
+                n = count_rows(e.body, header, w)
+                if tx is None:
+                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                if stmt is None:
+                    stmt = _new_statement(tx, annotate, e)
+                    annotate = None
+                change = stmt.changes[-1] if stmt.changes else None
+                if change is None or change.table != table_name or change.change != header.change:
+                    change = next(
+                        (c for c in stmt.changes if c.table == table_name and c.change == header.change), None
+                    )
+                    if change is None:
+                        change = TableChange(table_name, header.change, 0, map_at)
+                        stmt.changes.append(change)
+                change.rows += n
+                change.positions.append(e.position)
+                if header.flags & STMT_END:
+                    stmt = None
+            elif t in gtid_types:
                 if tx is not None:
                     yield BinlogProblem(e.position, "a transaction without its commit event", b"")
                     yield close("incomplete", e.position, 0)
@@ -212,7 +246,31 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                     began = not standalone
                 else:
                     tx.gtid = _mysql_gtid(e)
-            elif t == r.QUERY:
+            elif t == table_map:
+                table = decoded.get(e.body)
+                if table is None:
+                    table = decode_table_map(e, fmt)
+                    if len(decoded) > 10000:  # bounded: a hostile file with endless new maps
+                        decoded.clear()
+                        width_of.clear()
+                    decoded[e.body] = table
+                maps[table.table_id] = (table, e.position, table.name)
+                if tx is None:
+                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
+                if stmt is None:
+                    stmt = _new_statement(tx, annotate, e)
+                    annotate = None
+            elif t in annotate_types:
+                raw = e.body if t == r.MARIADB_ANNOTATE_ROWS else e.body[1:]  # MySQL: a length byte
+                text, length = _text(raw)
+                annotate = (e.position, e.timestamp, text, length)
+                stmt = None
+            elif t == xid:
+                if tx is not None:
+                    tx.xid = struct.unpack_from("<Q", e.body)[0]
+                    yield close("xid", e.position + e.size, e.timestamp)
+            elif t == query:
+                end = e.position + e.size
                 q = _query(e, fmt)
                 verb = q.text.strip().upper()
                 if verb == "BEGIN" or verb.startswith("XA START"):
@@ -231,57 +289,6 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                     stmt = None
                     if not began:
                         yield close("ddl", end, e.timestamp)
-            elif t == r.XID:
-                if tx is not None:
-                    tx.xid = struct.unpack_from("<Q", e.body)[0]
-                    yield close("xid", end, e.timestamp)
-            elif t in (r.MARIADB_ANNOTATE_ROWS, r.ROWS_QUERY):
-                raw = e.body if t == r.MARIADB_ANNOTATE_ROWS else e.body[1:]  # MySQL: a length byte
-                text, length = _text(raw)
-                annotate = (e.position, e.timestamp, text, length)
-                stmt = None
-            elif t == r.TABLE_MAP:
-                table = decoded.get(e.body)
-                if table is None:
-                    table = decode_table_map(e, fmt)
-                    if len(decoded) > 10000:  # bounded: a hostile file with endless new maps
-                        decoded.clear()
-                    decoded[e.body] = table
-                maps[table.table_id] = (table, e.position)
-                if tx is None:
-                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
-                if stmt is None:
-                    stmt = _new_statement(tx, annotate, e)
-                    annotate = None
-            elif t in r.ROWS_CHANGE:
-                header = read_header(e, fmt)
-                found = maps.get(header.table_id)
-                if found is None:
-                    why = f"rows for table id {header.table_id} without its table map"
-                    yield BinlogProblem(e.position, why)
-                    continue
-                table, map_at = found
-                w = width_of.get(id(table))
-                if w is None:
-                    w = width_of[id(table)] = widths(table)
-                n = count_rows(e.body, header, w)
-                if tx is None:
-                    tx = Transaction(file=name, server_id=e.server_id, start=e.position)
-                if stmt is None:
-                    stmt = _new_statement(tx, annotate, e)
-                    annotate = None
-                change = stmt.changes[-1] if stmt.changes else None
-                if change is None or change.table != table.name or change.change != header.change:
-                    change = next(
-                        (c for c in stmt.changes if c.table == table.name and c.change == header.change), None
-                    )
-                    if change is None:
-                        change = TableChange(table.name, header.change, 0, map_at)
-                        stmt.changes.append(change)
-                change.rows += n
-                change.positions.append(e.position)
-                if header.flags & STMT_END:
-                    stmt = None
             elif t in r.MARIADB_COMPRESSED or t == r.TRANSACTION_PAYLOAD:
                 why = f"compressed event (type {t}) not decoded: its rows are not counted"
                 yield BinlogProblem(e.position, why)

@@ -47,7 +47,7 @@ class RowsError(ValueError):
     """A rows event that does not fit its table map (corrupt, or a map we misread)."""
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: made for every rows event, and frozen ones are slow to make
 class RowsHeader:
     table_id: int
     flags: int
@@ -212,36 +212,40 @@ def _compile_skip(present: tuple[int, ...], mask: int) -> Any:
 
 
 def _make_counter(before: tuple[int, ...], after: tuple[int, ...] | None) -> Any:
-    before_skips = _Skips(before)
-    after_skips = _Skips(after) if after is not None else None
-    before_bytes = (len(before) + 7) // 8
-    after_bytes = (len(after) + 7) // 8 if after is not None else 0
+    """`count(body, rows_at) -> rows`: the loop over rows, generated for the images' bitmap
+    sizes so that a row costs one look-up and one call per image."""
+    lines = ["def count(b, at):", "    end, n = len(b), 0", "    while at < end:"]
+    scope: dict[str, Any] = {"before": _Skips(before), "after": _Skips(after or ())}
+    for name, present in (("before", before), ("after", after)):
+        if present is None:
+            continue
+        size = (len(present) + 7) // 8
+        if size == 0:
+            mask = "0"
+        elif size == 1:
+            mask = "b[at]"
+        elif size == 2:
+            mask = "(b[at] | b[at + 1] << 8)"
+        else:
+            mask = f"int.from_bytes(b[at:at + {size}], 'little')"
+        lines.append(f"        at = {name}[{mask}](b, at + {size})")
+    lines += ["        n += 1", "    return n, at"]
+    exec("\n".join(lines) + "\n", scope)  # made of integers only
+    walk = scope["count"]
+    empty = not before and not after
 
     def count(body: bytes, at: int) -> int:
-        end, n = len(body), 0
-        if not before and not after and at < end:  # a row of no bytes: it would never end
+        if empty and at < len(body):  # a row of no bytes: it would never end
             raise RowsError("rows without any column present")
         try:
-            while at < end:
-                at = before_skips[_mask(body, at, before_bytes)](body, at + before_bytes)
-                if after_skips is not None:
-                    at = after_skips[_mask(body, at, after_bytes)](body, at + after_bytes)
-                n += 1
+            n, at = walk(body, at)
         except IndexError:
             raise RowsError("the rows run past the end of the event") from None
-        if at != end:
+        if at != len(body):
             raise RowsError("the rows run past the end of the event")
         return n
 
     return count
-
-
-def _mask(body: bytes, at: int, size: int) -> int:
-    if size == 1:
-        return body[at]
-    if at + size > len(body):
-        raise IndexError
-    return int.from_bytes(body[at : at + size], "little")
 
 
 def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tuple[int, ...]:
