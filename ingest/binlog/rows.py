@@ -145,24 +145,26 @@ def count_rows(body: bytes, header: RowsHeader, widths_: tuple[int, ...]) -> int
 # How the walk is fast in pure Python: a row image is a null bitmap and then the present
 # non-null values, so for one table layout and one null bitmap the bytes to skip are fixed
 # sums between the length prefixes of the variable-length values. For each bitmap met we
-# generate (once) a small function of straight-line additions, one per variable-length
-# value; a row is then one dictionary look-up and one call per image, instead of a loop over
-# its columns. Only integers from the table map go into the generated source. The number of
-# functions per layout is bounded (hostile files could show every bitmap): past
-# MASKS_PER_LAYOUT, bitmaps are walked by the generic loop.
+# generate (once) straight-line additions, one per variable-length value. The first
+# INLINE_MASKS bitmaps of a layout (in practice the common ones: "no NULL", "the usual
+# NULLs") are written into the loop over rows itself; the others are one dictionary
+# look-up and one call of their own small function. Only integers from the table map go
+# into the generated source. Functions per layout are bounded (a hostile file could show
+# every bitmap): past MASKS_PER_LAYOUT, bitmaps are walked by the generic loop.
+INLINE_MASKS = 2
 MASKS_PER_LAYOUT = 256
 _LAYOUTS_MAX = 4096
-_counters: dict[tuple[tuple[int, ...], bytes, bytes | None, int], Any] = {}
+_counters: dict[tuple[tuple[int, ...], bytes, bytes | None, int], _RowCounter] = {}
 
 
-def row_counter(header: RowsHeader, widths_: tuple[int, ...]) -> Any:
-    """A function (body, rows_at) -> rows of events with this header's layout (cached)."""
+def row_counter(header: RowsHeader, widths_: tuple[int, ...]) -> _RowCounter:
+    """The counter of rows of events with this header's layout (cached)."""
     key = (widths_, header.present, header.present_after, header.columns)
     counter = _counters.get(key)
     if counter is None:
         before = _present(header.present, header.columns, widths_)
         after = _present(header.present_after, header.columns, widths_) if header.present_after else None
-        counter = _make_counter(before, after)
+        counter = _RowCounter(before, after)
         if len(_counters) >= _LAYOUTS_MAX:  # bounded: a hostile file with endless layouts
             _counters.clear()
         _counters[key] = counter
@@ -172,22 +174,27 @@ def row_counter(header: RowsHeader, widths_: tuple[int, ...]) -> Any:
 class _Skips(dict):
     """Null bitmap -> the function skipping one image with it, made when first met."""
 
-    def __init__(self, present: tuple[int, ...]) -> None:
+    def __init__(self, present: tuple[int, ...], owner: _RowCounter) -> None:
         super().__init__()
         self.present = present
+        self.first: list[int] = []  # the first bitmaps met, in order (the loop inlines them)
+        self.owner = owner
 
     def __missing__(self, mask: int) -> Any:
         present = self.present
         if len(self) >= MASKS_PER_LAYOUT:
             return lambda b, at: _skip_values(b, at, present, mask)
+        if len(self.first) < INLINE_MASKS:
+            self.first.append(mask)
+            self.owner.walk = None  # made again, with this bitmap inlined
         skip = self[mask] = _compile_skip(present, mask)
         return skip
 
 
-def _compile_skip(present: tuple[int, ...], mask: int) -> Any:
-    """`skip(body, at) -> at`: past the values of one image whose null bitmap is `mask`
-    (`at` is just after the bitmap)."""
-    lines, fixed = [], 0
+def _skip_lines(present: tuple[int, ...], mask: int, indent: str, start: int) -> list[str] | None:
+    """Statements advancing `at` past one image's values with null bitmap `mask`, `at` being
+    `start` bytes before them (None: too many for generated code)."""
+    lines, fixed = [], start
     for i, w in enumerate(present):
         if mask >> i & 1:
             continue  # NULL: no bytes
@@ -201,42 +208,73 @@ def _compile_skip(present: tuple[int, ...], mask: int) -> Any:
             length = f"(b[at + {fixed}] | b[at + {fixed + 1}] << 8)"
         else:
             length = f"int.from_bytes(b[at + {fixed}:at + {fixed + size}], 'little')"
-        lines.append(f"    at += {fixed + size} + {length}")
+        lines.append(f"{indent}at += {fixed + size} + {length}")
         fixed = 0
     if len(lines) > 64:  # very wide tables: the generic loop, not a huge function
+        return None
+    return [*lines, f"{indent}at += {fixed}"]
+
+
+def _compile_skip(present: tuple[int, ...], mask: int) -> Any:
+    """`skip(body, at) -> at`: past the values of one image whose null bitmap is `mask`
+    (`at` is just after the bitmap)."""
+    lines = _skip_lines(present, mask, "    ", 0)
+    if lines is None:
         return lambda b, at: _skip_values(b, at, present, mask)
-    source = "def skip(b, at):\n" + "".join(line + "\n" for line in lines) + f"    return at + {fixed}\n"
     scope: dict[str, Any] = {}
-    exec(source, scope)  # made of integers from the table map only
+    exec("def skip(b, at):\n" + "\n".join(lines) + "\n    return at\n", scope)  # integers only
     return scope["skip"]
 
 
-def _make_counter(before: tuple[int, ...], after: tuple[int, ...] | None) -> Any:
-    """`count(body, rows_at) -> rows`: the loop over rows, generated for the images' bitmap
-    sizes so that a row costs one look-up and one call per image."""
-    lines = ["def count(b, at):", "    end, n = len(b), 0", "    while at < end:"]
-    scope: dict[str, Any] = {"before": _Skips(before), "after": _Skips(after or ())}
-    for name, present in (("before", before), ("after", after)):
-        if present is None:
-            continue
-        size = (len(present) + 7) // 8
-        if size == 0:
-            mask = "0"
-        elif size == 1:
-            mask = "b[at]"
-        elif size == 2:
-            mask = "(b[at] | b[at + 1] << 8)"
-        else:
-            mask = f"int.from_bytes(b[at:at + {size}], 'little')"
-        lines.append(f"        at = {name}[{mask}](b, at + {size})")
-    lines += ["        n += 1", "    return n, at"]
-    exec("\n".join(lines) + "\n", scope)  # made of integers only
-    walk = scope["count"]
-    empty = not before and not after
+class _RowCounter:
+    """`count(body, rows_at) -> rows` for one layout of images: the loop over rows is
+    generated for the images' bitmap sizes, with the first bitmaps met inlined (made again
+    when one more is met, at most INLINE_MASKS times per image)."""
 
-    def count(body: bytes, at: int) -> int:
-        if empty and at < len(body):  # a row of no bytes: it would never end
+    def __init__(self, before: tuple[int, ...], after: tuple[int, ...] | None) -> None:
+        self.images = [(before, _Skips(before, self))]
+        if after is not None:
+            self.images.append((after, _Skips(after, self)))
+        self.empty = not before and not after
+        self.walk: Any = None
+
+    def _generate(self) -> None:
+        lines = ["def walk(b, at):", "    end, n = len(b), 0", "    while at < end:"]
+        scope: dict[str, Any] = {}
+        for k, (present, skips) in enumerate(self.images):
+            size = (len(present) + 7) // 8
+            if size == 0:
+                mask = "0"
+            elif size == 1:
+                mask = "b[at]"
+            elif size == 2:
+                mask = "(b[at] | b[at + 1] << 8)"
+            else:
+                mask = f"int.from_bytes(b[at:at + {size}], 'little')"
+            scope[f"skips{k}"] = skips
+            lines.append(f"        m = {mask}")
+            branch = "if"
+            for known in skips.first:
+                inline = _skip_lines(present, known, "            ", size)
+                if inline is None:
+                    continue
+                lines += [f"        {branch} m == {known}:", *inline]
+                branch = "elif"
+            indent = "        " if branch == "if" else "            "
+            if branch == "elif":
+                lines.append("        else:")
+            lines.append(f"{indent}at = skips{k}[m](b, at + {size})")
+        lines += ["        n += 1", "    return n, at"]
+        exec("\n".join(lines) + "\n", scope)  # integers only
+        self.walk = scope["walk"]
+
+    def __call__(self, body: bytes, at: int) -> int:
+        if self.empty and at < len(body):  # a row of no bytes: it would never end
             raise RowsError("rows without any column present")
+        walk = self.walk
+        if walk is None:
+            self._generate()
+            walk = self.walk
         try:
             n, at = walk(body, at)
         except IndexError:
@@ -244,8 +282,6 @@ def _make_counter(before: tuple[int, ...], after: tuple[int, ...] | None) -> Any
         if at != len(body):
             raise RowsError("the rows run past the end of the event")
         return n
-
-    return count
 
 
 def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tuple[int, ...]:
