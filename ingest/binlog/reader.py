@@ -20,6 +20,7 @@ MAGIC = b"\xfebin"
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, next_position, flags
 HEADER_LEN = 19
 CHECKSUM_LEN = 4
+_CRC = struct.Struct("<I")
 # A server refuses events above max_allowed_packet (1 GiB at most); anything larger is corruption.
 MAX_EVENT_BYTES = 1 << 30
 
@@ -196,12 +197,16 @@ def _events(stream: BinaryIO, position: int, checksum: bool) -> Iterator[Event |
     unpacked in place, so an event costs one unpack, one CRC32 over a view of the buffer
     (zlib, in C) and one slice for its body."""
     buf, off = b"", 0  # buf[off] is the byte at `position`
+    view = memoryview(buf)
     unpack = HEADER.unpack_from
+    unpack_crc = _CRC.unpack_from
     crc32 = zlib.crc32
     read = stream.read
     while True:
         if len(buf) - off < HEADER_LEN:
+            view.release()
             buf, off = _refill(read, buf[off:], HEADER_LEN), 0
+            view = memoryview(buf)
             if len(buf) < HEADER_LEN:
                 if buf:
                     why = f"truncated: {len(buf)} bytes of an event header at the end"
@@ -214,7 +219,9 @@ def _events(stream: BinaryIO, position: int, checksum: bool) -> Iterator[Event |
             return
         end = off + size
         if end > len(buf):
+            view.release()
             buf, off = _refill(read, buf[off:], size), 0
+            view = memoryview(buf)
             end = size
             if end > len(buf):
                 yield BinlogProblem(
@@ -230,7 +237,7 @@ def _events(stream: BinaryIO, position: int, checksum: bool) -> Iterator[Event |
                 yield BinlogProblem(position, why, buf[off : off + HEADER_LEN])
                 return
             end -= CHECKSUM_LEN
-            if crc32(memoryview(buf)[off:end]) != int.from_bytes(buf[end : end + CHECKSUM_LEN], "little"):
+            if crc32(view[off:end]) != unpack_crc(buf, end)[0]:
                 body = buf[off + HEADER_LEN : end + CHECKSUM_LEN]
                 checked = _checked(
                     Event(position, timestamp, kind, server_id, size, next_position, flags, body)
