@@ -5,8 +5,9 @@
 Needs root and Debian's MariaDB binaries. Makes the binlog first when bench/out/binlog/ has
 none: a private MariaDB (tests/fixtures/attribution_scene's PrivateServer, its own datadir and
 port; the shared server is not touched) with log_bin, ROW, FULL image and FULL metadata,
-driven with a mix: bulk INSERT ... SELECT from the sequence engine, bulk UPDATEs and DELETEs
-(big rows events), and a stored procedure running single-row UPDATEs in autocommit (one small
+driven with one INSERT of 100,000 rows (bench/binlog_rows_bench.py pages through it), then a
+mix: bulk INSERT ... SELECT from the sequence engine, bulk UPDATEs and DELETEs (big rows
+events), and a stored procedure running single-row UPDATEs in autocommit (one small
 transaction each: the per-event cost) until the files reach `--mb`.
 
 Then, `--runs` times each, alternately, each in a fresh process: `mariadb-binlog` over every
@@ -82,6 +83,13 @@ def make_binlogs(mb: int) -> None:
                 "CREATE PROCEDURE bench.small(n INT) BEGIN DECLARE i INT DEFAULT 0; WHILE i < n DO"
                 " UPDATE bench.t SET qty = qty + 1 WHERE id = 1 + (i * 7919) MOD 50000; SET i = i + 1;"
                 " END WHILE; END"
+            )
+            # One statement of 100,000 rows (the rows page's bench: bench/binlog_rows_bench.py).
+            c.execute("CREATE TABLE bench.big LIKE bench.t")
+            c.execute(
+                "INSERT INTO bench.big SELECT seq, CONCAT('big-', seq), REPEAT('é', seq MOD 40), seq / 7,"
+                " NOW(6), seq MOD 100, seq MOD 2, IF(seq MOD 5 = 0, REPEAT('x', 200), NULL)"
+                " FROM seq_1_to_100000"
             )
             start = 0
             while _size(server.binlogs) < mb * 1024 * 1024:
