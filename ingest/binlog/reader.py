@@ -183,59 +183,50 @@ def read_events(stream: BinaryIO, *, start: int = 0) -> Iterator[Event | Format 
         stream.seek(start)
     else:
         yield first
-    yield from _events(stream, position, fmt.checksum)
-
-
-CHUNK = 1 << 20  # bytes read at a time: memory stays this plus the largest event
-
-
-def _events(stream: BinaryIO, position: int, checksum: bool) -> Iterator[Event | BinlogProblem]:
-    """The events from `position` on (the stream is there), checksums verified and
-    stripped, until the end of the file or a problem (the last item then).
-
-    The hot loop of the metadata pass: the file is read a chunk at a time and each header
-    unpacked in place, so an event costs one unpack, one CRC32 over a view of the buffer
-    (zlib, in C) and one slice for its body."""
-    buf, off = b"", 0  # buf[off] is the byte at `position`
+    # The hot loop of the metadata pass, here rather than in a generator of its own (one
+    # generator less per event): the file is read a chunk at a time and each header unpacked
+    # in place, so an event costs one unpack, one CRC32 over a view of the buffer (zlib, in
+    # C) and one slice for its body. A problem is the last item.
+    checksum = fmt.checksum
+    buf, off, have = b"", 0, 0  # buf[off] is the byte at `position`; have = len(buf)
     view = memoryview(buf)
     unpack = HEADER.unpack_from
     unpack_crc = _CRC.unpack_from
     crc32 = zlib.crc32
     read = stream.read
+    smallest = HEADER_LEN + CHECKSUM_LEN if checksum else HEADER_LEN
     while True:
-        if len(buf) - off < HEADER_LEN:
+        if have - off < HEADER_LEN:
             view.release()
             buf, off = _refill(read, buf[off:], HEADER_LEN), 0
-            view = memoryview(buf)
-            if len(buf) < HEADER_LEN:
+            view, have = memoryview(buf), len(buf)
+            if have < HEADER_LEN:
                 if buf:
-                    why = f"truncated: {len(buf)} bytes of an event header at the end"
+                    why = f"truncated: {have} bytes of an event header at the end"
                     yield BinlogProblem(position, why, buf)
                 return
         timestamp, kind, server_id, size, next_position, flags = unpack(buf, off)
-        if size < HEADER_LEN or size > MAX_EVENT_BYTES:
-            why = f"corrupt: an event header says the event has {size} bytes"
+        if not smallest <= size <= MAX_EVENT_BYTES:
+            if size >= HEADER_LEN and checksum and size <= MAX_EVENT_BYTES:
+                why = "corrupt: an event too short for its checksum"
+            else:
+                why = f"corrupt: an event header says the event has {size} bytes"
             yield BinlogProblem(position, why, buf[off : off + HEADER_LEN])
             return
         end = off + size
-        if end > len(buf):
+        if end > have:
             view.release()
             buf, off = _refill(read, buf[off:], size), 0
-            view = memoryview(buf)
-            end = size
-            if end > len(buf):
+            view, have, end = memoryview(buf), len(buf), size
+            if end > have:
                 yield BinlogProblem(
                     position,
-                    f"truncated: the event needs {size} bytes, the file has {len(buf)} left"
+                    f"truncated: the event needs {size} bytes, the file has {have} left"
                     " (a file copied while the server wrote it, or cut short)",
                     buf[:2048],
                 )
                 return
         if checksum:
-            if size < HEADER_LEN + CHECKSUM_LEN:
-                why = "corrupt: an event too short for its checksum"
-                yield BinlogProblem(position, why, buf[off : off + HEADER_LEN])
-                return
             end -= CHECKSUM_LEN
             if crc32(view[off:end]) != unpack_crc(buf, end)[0]:
                 body = buf[off + HEADER_LEN : end + CHECKSUM_LEN]
@@ -253,6 +244,9 @@ def _events(stream: BinaryIO, position: int, checksum: bool) -> Iterator[Event |
         )
         position += size
         off += size
+
+
+CHUNK = 1 << 20  # bytes read at a time: memory stays this plus the largest event
 
 
 def _refill(read: Any, rest: bytes, need: int) -> bytes:
