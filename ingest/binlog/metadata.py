@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from ingest.binlog import reader as r
 from ingest.binlog.reader import BinlogProblem, Event, Format
-from ingest.binlog.rows import STMT_END, RowsError, count_rows, read_header, widths
+from ingest.binlog.rows import STMT_END, RowsError, count_rows, header_reader, widths
 from ingest.binlog.tables import TableDef, TableMapError, decode_table_map
 
 TEXT_CAP = 65536  # characters of an annotate or query text kept (the length is kept too)
@@ -191,6 +191,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
     annotate_types = (r.MARIADB_ANNOTATE_ROWS, r.ROWS_QUERY)
     rows_types = r.ROWS_CHANGE
     event_type = Event
+    read_header = None
     for e in r.read_events(stream):
         if type(e) is not event_type:
             if isinstance(e, Format):
@@ -208,7 +209,9 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
         t = e.type
         try:
             if t in rows_types:  # first: the most frequent event
-                header = read_header(e, fmt)
+                if read_header is None:
+                    read_header = header_reader(fmt)
+                header = read_header(e)
                 found = maps.get(header.table_id)
                 if found is None:
                     why = f"rows for table id {header.table_id} without its table map"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -83,6 +83,47 @@ def read_header(event: Event, fmt: Format) -> RowsHeader:
     if at > len(body):
         raise RowsError(f"rows event at {event.position} ends inside its header")
     return RowsHeader(table_id, flags, change, columns, present, present_after, at)
+
+
+def header_reader(fmt: Format) -> Callable[[Event], RowsHeader]:
+    """`read_header` for the events of one file, faster: the post-header length per type and
+    the layout part of the header (column count, columns-present bitmaps), which every rows
+    event of a statement repeats, are looked up rather than parsed again. Headers with a
+    length-coded column count of more than one byte, or an unusual post-header, are read by
+    `read_header`."""
+    posts: dict[int, int] = {}
+    layouts: dict[tuple[int, int, bytes], tuple[str, int, bytes, bytes | None, int]] = {}
+
+    def read(event: Event) -> RowsHeader:
+        t, body = event.type, event.body
+        post = posts.get(t)
+        if post is None:
+            v2 = t in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2, PARTIAL_UPDATE_ROWS)
+            post = posts[t] = fmt.post_header_len(t, 10 if v2 else 8)
+        if post == 8:
+            at = 8
+        elif post == 10:
+            at = 8 + max(body[8] | body[9] << 8, 2)
+        else:
+            return read_header(event, fmt)
+        columns = body[at]
+        if columns >= 251:
+            return read_header(event, fmt)
+        images = 2 if ROWS_CHANGE[t] == "update" else 1
+        end = at + 1 + ((columns + 7) >> 3) * images
+        key = (t, at, body[at:end])
+        layout = layouts.get(key)
+        if layout is None:
+            header = read_header(event, fmt)
+            layout = (header.change, header.columns, header.present, header.present_after, header.rows_at)
+            if len(layouts) >= _LAYOUTS_MAX:  # bounded: a hostile file with endless layouts
+                layouts.clear()
+            layouts[key] = layout
+        change, columns, present, present_after, rows_at = layout
+        table_id = int.from_bytes(body[:6], "little")
+        return RowsHeader(table_id, body[6] | body[7] << 8, change, columns, present, present_after, rows_at)
+
+    return read
 
 
 def _lenenc(body: bytes, at: int) -> tuple[int, int]:
