@@ -14,7 +14,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 MAGIC = b"\xfebin"
 HEADER = struct.Struct("<IBIIIH")  # timestamp, type, server_id, event_size, next_position, flags
@@ -63,10 +63,11 @@ def recognise(head: bytes) -> bool:
     return head[:4] == MAGIC
 
 
-@dataclass(slots=True)  # not frozen: a frozen dataclass is six times slower to make
-class Event:
+class Event(NamedTuple):
     """One event as written: where it is and its body (header and checksum stripped).
-    Never changed once read."""
+
+    A named tuple: immutable, and the reader makes one per event with `tuple.__new__`, at a
+    third of a frozen dataclass's cost (there are hundreds of thousands per file)."""
 
     position: int  # byte offset of its header in the file
     timestamp: int  # seconds since the epoch, when the statement began (server clock)
@@ -194,6 +195,7 @@ def read_events(stream: BinaryIO, *, start: int = 0) -> Iterator[Event | Format 
     unpack_crc = _CRC.unpack_from
     crc32 = zlib.crc32
     read = stream.read
+    new = tuple.__new__
     smallest = HEADER_LEN + CHECKSUM_LEN if checksum else HEADER_LEN
     while True:
         if have - off < HEADER_LEN:
@@ -239,8 +241,9 @@ def read_events(stream: BinaryIO, *, start: int = 0) -> Iterator[Event | Format 
                 position += size
                 off += size
                 continue
-        yield Event(
-            position, timestamp, kind, server_id, size, next_position, flags, buf[off + HEADER_LEN : end]
+        yield new(
+            Event,
+            (position, timestamp, kind, server_id, size, next_position, flags, buf[off + HEADER_LEN : end]),
         )
         position += size
         off += size

@@ -96,7 +96,7 @@ def test_rows_without_any_column_present_end_in_an_error_never_a_hang() -> None:
 
 
 def _fields(event: Event) -> dict[str, Any]:
-    return {k: getattr(event, k) for k in Event.__dataclass_fields__}
+    return event._asdict()
 
 
 # -- the rows cache -----------------------------------------------------------------------
