@@ -197,6 +197,7 @@ def main() -> int:
     db = f"auditweb_binrows_{os.getpid()}"
     subprocess.run(["psql", f"{PG}/postgres", "-qc", f'CREATE DATABASE "{db}"'], check=True)
     env = dict(os.environ, DATABASE_URL=f"{PG}/{db}", SECRET_KEY="bench", DEBUG="0")
+    env["DJANGO_SETTINGS_MODULE"] = "auditweb.settings"
     report: dict[str, object] = {"binlog_mb": round(sum(Path(p).stat().st_size for p in files) / 1e6, 1)}
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)

@@ -249,7 +249,7 @@ def read_events(stream: BinaryIO, *, start: int = 0) -> Iterator[Event | Format 
         off += size
 
 
-CHUNK = 1 << 20  # bytes read at a time: memory stays this plus the largest event
+CHUNK = 1 << 18  # bytes read at a time: memory stays about twice this plus the largest event
 
 
 def _refill(read: Any, rest: bytes, need: int) -> bytes:
