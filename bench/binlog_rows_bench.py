@@ -8,8 +8,10 @@ Redis (REDIS_URL), and the binlog bench/binlog_bench.py makes (run it first).
 
 1. Ingest, `--runs` times, each in a fresh process into a fresh server label: CPU seconds of
    the process (wait4), of which the metadata pass (`ingest.binlog.metadata.scan`, timed
-   inside the process by wrapping it), the join (`join_binlogs`) and Django's start; the
-   rest is the writer (ORM rows, COPY of positions). And the CPU seconds of the PostgreSQL
+   inside the process by wrapping it) and Django's start; the rest is the writer (the ORM's
+   bulk inserts). The join (`join_binlogs`) is left out unless `--join`: on this binlog (no
+   general log, so every row statement is joined to nothing) it takes minutes, in its
+   `bulk_update` (see docs/benchmarks.md). And the CPU seconds of the PostgreSQL
    backend serving the process (from /proc/<pid>/stat of `pg_backend_pid()`, read just before
    the process ends: the server is local). Peak RSS of the process. Done for the first 50 MB
    of the file and for all of it: memory should not grow with the file.
@@ -64,7 +66,7 @@ join = command.join_binlogs
 def timed_join(server):
     a = time.process_time()
     try:
-        return join(server)
+        return join(server) if os.environ.get("BENCH_JOIN") == "1" else 0
     finally:
         spent["join"] += time.process_time() - a
 command.join_binlogs = timed_join
@@ -186,6 +188,7 @@ def rows_timings(runs: int) -> dict[str, object]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--join", action="store_true", help="run the join in the ingest too")
     args = parser.parse_args()
     files = sorted(str(p) for p in BINLOGS.glob("mariadb-bin.0*"))
     if not files:
@@ -198,6 +201,7 @@ def main() -> int:
     subprocess.run(["psql", f"{PG}/postgres", "-qc", f'CREATE DATABASE "{db}"'], check=True)
     env = dict(os.environ, DATABASE_URL=f"{PG}/{db}", SECRET_KEY="bench", DEBUG="0")
     env["DJANGO_SETTINGS_MODULE"] = "auditweb.settings"
+    env["BENCH_JOIN"] = "1" if args.join else "0"
     report: dict[str, object] = {"binlog_mb": round(sum(Path(p).stat().st_size for p in files) / 1e6, 1)}
     try:
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
