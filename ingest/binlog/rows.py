@@ -194,7 +194,9 @@ def count_rows(body: bytes, header: RowsHeader, widths_: tuple[int, ...]) -> int
 # every bitmap): past MASKS_PER_LAYOUT, bitmaps are walked by the generic loop.
 INLINE_MASKS = 2
 MASKS_PER_LAYOUT = 256
+MASKS_MAX = 20_000  # generated functions in all (a hostile file's many layouts times many bitmaps)
 _LAYOUTS_MAX = 4096
+_made = [0]  # generated functions alive (reset with the counters)
 _counters: dict[tuple[tuple[int, ...], bytes, bytes | None, int], _RowCounter] = {}
 
 
@@ -208,6 +210,7 @@ def row_counter(header: RowsHeader, widths_: tuple[int, ...]) -> _RowCounter:
         counter = _RowCounter(before, after)
         if len(_counters) >= _LAYOUTS_MAX:  # bounded: a hostile file with endless layouts
             _counters.clear()
+            _made[0] = 0
         _counters[key] = counter
     return counter
 
@@ -223,8 +226,9 @@ class _Skips(dict):
 
     def __missing__(self, mask: int) -> Any:
         present = self.present
-        if len(self) >= MASKS_PER_LAYOUT:
+        if len(self) >= MASKS_PER_LAYOUT or _made[0] >= MASKS_MAX:
             return lambda b, at: _skip_values(b, at, present, mask)
+        _made[0] += 1
         if len(self.first) < INLINE_MASKS:
             self.first.append(mask)
             self.owner.walk = None  # made again, with this bitmap inlined

@@ -57,13 +57,18 @@ def test_any_read_size_frames_the_same_transactions(chunk: int, monkeypatch: Any
 
 
 @needs_files
-@pytest.mark.parametrize("inline,generated", [(2, 256), (0, 256), (0, 0), (1, 1)])
+@pytest.mark.parametrize(
+    ("inline", "generated", "total"),
+    [(2, 256, 20_000), (0, 256, 20_000), (0, 0, 20_000), (1, 1, 20_000), (2, 256, 3)],
+)
 def test_counted_rows_are_the_decoded_rows_of_every_rows_event(
-    inline: int, generated: int, monkeypatch: Any
+    inline: int, generated: int, total: int, monkeypatch: Any
 ) -> None:
     monkeypatch.setattr(rows, "INLINE_MASKS", inline)
     monkeypatch.setattr(rows, "MASKS_PER_LAYOUT", generated)
+    monkeypatch.setattr(rows, "MASKS_MAX", total)  # few in all: the generic loop past them
     monkeypatch.setattr(rows, "_counters", {})  # counters made under these settings only
+    monkeypatch.setattr(rows, "_made", [0])
     events = [e for f in ALL_FILES for e in _rows_events(f)]
     nulls = 0
     for event, fmt, table in events:
