@@ -235,6 +235,30 @@ SPECTACULAR_SETTINGS = {
     ],
 }
 
+
+def _redis_py_url(url: str) -> str:
+    """Celery's `redis+socket:///path?virtual_host=N` as redis-py's `unix:///path?db=N`."""
+    if not url.startswith("redis+socket://"):
+        return url
+    path, _, query = url.removeprefix("redis+socket://").partition("?")
+    db = next((v for k, _, v in (p.partition("=") for p in query.split("&")) if k == "virtual_host"), "0")
+    return f"unix://{path}?db={db}"
+
+
+# Decoded binlog rows (investigations.query.rows_cache): Redis, shared by the web workers.
+# Binlog files never change once written, so entries are never stale: they only expire.
+# Short socket timeouts: with Redis down a page decodes its rows again, it does not wait.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "binlog_rows": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": _redis_py_url(REDIS_URL),
+        "KEY_PREFIX": "auditweb-rows",
+        "TIMEOUT": env_int("BINLOG_ROWS_CACHE_SECONDS", 3600),
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 2},
+    },
+}
+
 CELERY_BROKER_URL = REDIS_URL
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True

@@ -29,7 +29,7 @@ from typing import BinaryIO
 from ingest.binlog import reader as r
 from ingest.binlog.payload import PayloadProblem, expanded
 from ingest.binlog.reader import BinlogProblem, Event, Format
-from ingest.binlog.rows import STMT_END, RowsError, count_partial_rows, count_rows, read_header, widths
+from ingest.binlog.rows import STMT_END, RowsError, count_partial_rows, count_rows, header_reader, widths
 from ingest.binlog.tables import TableDef, TableMapError, decode_table_map
 
 TEXT_CAP = 65536  # characters of an annotate or query text kept (the length is kept too)
@@ -220,7 +220,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
          STMT_END flag closes the statement.
     """
     fmt: Format | None = None
-    maps: dict[int, tuple[TableDef, int]] = {}  # table id -> (definition, table map position)
+    maps: dict[int, tuple[TableDef, int, str]] = {}  # table id -> (definition, map position, name)
     decoded: dict[bytes, TableDef] = {}
     width_of: dict[int, tuple[int, ...]] = {}  # id(TableDef) -> value widths
     tx: Transaction | None = None
@@ -240,28 +240,70 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
         done, tx, stmt, annotate, began = tx, None, None, None, False
         return done
 
-    for item in expanded(r.read_events(stream)):
-        if isinstance(item, Format):
-            fmt = item
-            continue
-        if isinstance(item, PayloadProblem):  # the file goes on after it: not the end
-            yield BinlogProblem(item.position, item.reason, item.raw)
-            continue
-        if isinstance(item, BinlogProblem):
+    # Event types as locals: this loop runs once per event (hundreds of thousands per file).
+    gtid_types = (r.MARIADB_GTID, r.MYSQL_GTID, r.ANONYMOUS_GTID, r.MYSQL_GTID_TAGGED)
+    query, xid, table_map, partial = r.QUERY, r.XID, r.TABLE_MAP, r.PARTIAL_UPDATE_ROWS
+    annotate_types = (r.MARIADB_ANNOTATE_ROWS, r.ROWS_QUERY)
+    rows_types = r.ROWS_CHANGE
+    event_type = Event
+    read_header = None
+    for e in expanded(r.read_events(stream)):
+        if type(e) is not event_type:
+            if isinstance(e, Format):
+                fmt = e
+                continue
+            if isinstance(e, PayloadProblem):  # the file goes on after it: not the end
+                yield BinlogProblem(e.position, e.reason, e.raw)
+                continue
+            assert isinstance(e, BinlogProblem)
             if tx is not None:
-                yield close("incomplete", item.position, 0)
-            yield item
+                yield close("incomplete", e.position, 0)
+            yield e
             return
-        e = item
         assert fmt is not None
         if first:
             first = False
             yield BinlogFile(name, fmt.server_version, e.server_id, fmt.created, fmt.checksum, fmt.in_use)
         t = e.type
-        end = e.position + e.size if e.position >= 0 else payload_end  # inner events: payload.py
-        where = e.position if e.position >= 0 else payload_at  # what a problem or a transaction names
+        where = e.position
+        if where < 0:  # an event inside a compressed transaction (payload.py): named by its payload
+            where = payload_at
         try:
-            if t == r.MARIADB_GTID or t in (r.MYSQL_GTID, r.ANONYMOUS_GTID, r.MYSQL_GTID_TAGGED):
+            if t in rows_types:  # first: the most frequent event
+                if read_header is None:
+                    read_header = header_reader(fmt)
+                header = read_header(e)
+                found = maps.get(header.table_id)
+                if found is None:
+                    why = f"rows for table id {header.table_id} without its table map"
+                    yield BinlogProblem(where, why)
+                    continue
+                table, map_at, table_name = found
+                w = width_of.get(id(table))
+                if w is None:
+                    w = width_of[id(table)] = widths(table)
+                if t == partial:
+                    n = count_partial_rows(e.body, header, table)
+                else:
+                    n = count_rows(e.body, header, w)
+                if tx is None:
+                    tx = Transaction(file=name, server_id=e.server_id, start=where)
+                if stmt is None:
+                    stmt = _new_statement(tx, annotate, e)
+                    annotate = None
+                change = stmt.changes[-1] if stmt.changes else None
+                if change is None or change.table != table_name or change.change != header.change:
+                    change = next(
+                        (c for c in stmt.changes if c.table == table_name and c.change == header.change), None
+                    )
+                    if change is None:
+                        change = TableChange(table_name, header.change, 0, map_at)
+                        stmt.changes.append(change)
+                change.rows += n
+                change.positions.append(e.position)
+                if header.flags & STMT_END:
+                    stmt = None
+            elif t in gtid_types:
                 if tx is not None:
                     yield BinlogProblem(where, "a transaction without its commit event", b"")
                     yield close("incomplete", where, 0)
@@ -277,7 +319,31 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                         yield BinlogProblem(where, why, e.body[:2048])
                 else:
                     tx.gtid = _mysql_gtid(e)
-            elif t == r.QUERY:
+            elif t == table_map:
+                table = decoded.get(e.body)
+                if table is None:
+                    table = decode_table_map(e, fmt)
+                    if len(decoded) > 10000:  # bounded: a hostile file with endless new maps
+                        decoded.clear()
+                        width_of.clear()
+                    decoded[e.body] = table
+                maps[table.table_id] = (table, e.position, table.name)
+                if tx is None:
+                    tx = Transaction(file=name, server_id=e.server_id, start=where)
+                if stmt is None:
+                    stmt = _new_statement(tx, annotate, e)
+                    annotate = None
+            elif t in annotate_types:
+                raw = e.body if t == r.MARIADB_ANNOTATE_ROWS else e.body[1:]  # MySQL: a length byte
+                text, length = _text(raw)
+                annotate = (e.position, e.timestamp, text, length)
+                stmt = None
+            elif t == xid:
+                if tx is not None:
+                    tx.xid = struct.unpack_from("<Q", e.body)[0]
+                    yield close("xid", e.position + e.size if e.position >= 0 else payload_end, e.timestamp)
+            elif t == query:
+                end = e.position + e.size if e.position >= 0 else payload_end
                 q = _query(e, fmt)
                 verb = q.text.strip().upper()
                 if verb == "BEGIN" or verb.startswith("XA START"):
@@ -296,63 +362,10 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
                     stmt = None
                     if not began:
                         yield close("ddl", end, e.timestamp)
-            elif t == r.XID:
-                if tx is not None:
-                    tx.xid = struct.unpack_from("<Q", e.body)[0]
-                    yield close("xid", end, e.timestamp)
-            elif t in (r.MARIADB_ANNOTATE_ROWS, r.ROWS_QUERY):
-                raw = e.body if t == r.MARIADB_ANNOTATE_ROWS else e.body[1:]  # MySQL: a length byte
-                text, length = _text(raw)
-                annotate = (e.position, e.timestamp, text, length)
-                stmt = None
-            elif t == r.TABLE_MAP:
-                table = decoded.get(e.body)
-                if table is None:
-                    table = decode_table_map(e, fmt)
-                    if len(decoded) > 10000:  # bounded: a hostile file with endless new maps
-                        decoded.clear()
-                    decoded[e.body] = table
-                maps[table.table_id] = (table, e.position)
-                if tx is None:
-                    tx = Transaction(file=name, server_id=e.server_id, start=where)
-                if stmt is None:
-                    stmt = _new_statement(tx, annotate, e)
-                    annotate = None
-            elif t in r.ROWS_CHANGE:
-                header = read_header(e, fmt)
-                found = maps.get(header.table_id)
-                if found is None:
-                    why = f"rows for table id {header.table_id} without its table map"
-                    yield BinlogProblem(where, why)
-                    continue
-                table, map_at = found
-                w = width_of.get(id(table))
-                if w is None:
-                    w = width_of[id(table)] = widths(table)
-                if t == r.PARTIAL_UPDATE_ROWS:
-                    n = count_partial_rows(e.body, header, table)
-                else:
-                    n = count_rows(e.body, header, w)
-                if tx is None:
-                    tx = Transaction(file=name, server_id=e.server_id, start=where)
-                if stmt is None:
-                    stmt = _new_statement(tx, annotate, e)
-                    annotate = None
-                change = stmt.changes[-1] if stmt.changes else None
-                if change is None or change.table != table.name or change.change != header.change:
-                    change = next(
-                        (c for c in stmt.changes if c.table == table.name and c.change == header.change), None
-                    )
-                    if change is None:
-                        change = TableChange(table.name, header.change, 0, map_at)
-                        stmt.changes.append(change)
-                change.rows += n
-                change.positions.append(e.position)
-                if header.flags & STMT_END:
-                    stmt = None
             elif t == r.TRANSACTION_PAYLOAD:  # expanded(): its events follow it
-                payload_at, payload_end = e.position, end
+                payload_at, payload_end = e.position, e.position + e.size
             elif t == r.XA_PREPARE and tx is not None:  # MySQL: the first half of an XA transaction
+                end = e.position + e.size if e.position >= 0 else payload_end
                 yield close("xa_prepare", end, e.timestamp)
             elif t in r.MARIADB_COMPRESSED:
                 why = f"compressed event (type {t}) not decoded: its rows are not counted"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -46,7 +46,7 @@ class RowsError(ValueError):
     """A rows event that does not fit its table map (corrupt, or a map we misread)."""
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: made for every rows event, and frozen ones are slow to make
 class RowsHeader:
     table_id: int
     flags: int
@@ -82,6 +82,47 @@ def read_header(event: Event, fmt: Format) -> RowsHeader:
     if at > len(body):
         raise RowsError(f"rows event at {event.position} ends inside its header")
     return RowsHeader(table_id, flags, change, columns, present, present_after, at)
+
+
+def header_reader(fmt: Format) -> Callable[[Event], RowsHeader]:
+    """`read_header` for the events of one file, faster: the post-header length per type and
+    the layout part of the header (column count, columns-present bitmaps), which every rows
+    event of a statement repeats, are looked up rather than parsed again. Headers with a
+    length-coded column count of more than one byte, or an unusual post-header, are read by
+    `read_header`."""
+    posts: dict[int, int] = {}
+    layouts: dict[tuple[int, int, bytes], tuple[str, int, bytes, bytes | None, int]] = {}
+
+    def read(event: Event) -> RowsHeader:
+        t, body = event.type, event.body
+        post = posts.get(t)
+        if post is None:
+            v2 = t in (WRITE_ROWS_V2, UPDATE_ROWS_V2, DELETE_ROWS_V2, PARTIAL_UPDATE_ROWS)
+            post = posts[t] = fmt.post_header_len(t, 10 if v2 else 8)
+        if post == 8:
+            at = 8
+        elif post == 10:
+            at = 8 + max(body[8] | body[9] << 8, 2)
+        else:
+            return read_header(event, fmt)
+        columns = body[at]
+        if columns >= 251:
+            return read_header(event, fmt)
+        images = 2 if ROWS_CHANGE[t] == "update" else 1
+        end = at + 1 + ((columns + 7) >> 3) * images
+        key = (t, at, body[at:end])
+        layout = layouts.get(key)
+        if layout is None:
+            header = read_header(event, fmt)
+            layout = (header.change, header.columns, header.present, header.present_after, header.rows_at)
+            if len(layouts) >= _LAYOUTS_MAX:  # bounded: a hostile file with endless layouts
+                layouts.clear()
+            layouts[key] = layout
+        change, columns, present, present_after, rows_at = layout
+        table_id = int.from_bytes(body[:6], "little")
+        return RowsHeader(table_id, body[6] | body[7] << 8, change, columns, present, present_after, rows_at)
+
+    return read
 
 
 def _lenenc(body: bytes, at: int) -> tuple[int, int]:
@@ -138,18 +179,153 @@ def widths(table: TableDef) -> tuple[int, ...]:
 
 def count_rows(body: bytes, header: RowsHeader, widths_: tuple[int, ...]) -> int:
     """How many rows the event holds (an UPDATE row counts once: before and after)."""
-    images = 2 if header.present_after is not None else 1
-    before = _present(header.present, header.columns, widths_)
-    after = _present(header.present_after, header.columns, widths_) if header.present_after else before
-    at, end, n = header.rows_at, len(body), 0
-    while at < end:
-        at = _skip_image(body, at, before)
-        if images == 2:
-            at = _skip_image(body, at, after)
-        n += 1
-    if at != end:
-        raise RowsError("the rows run past the end of the event")
-    return n
+    return row_counter(header, widths_)(body, header.rows_at)
+
+
+# How the walk is fast in pure Python: a row image is a null bitmap and then the present
+# non-null values, so for one table layout and one null bitmap the bytes to skip are fixed
+# sums between the length prefixes of the variable-length values. For each bitmap met we
+# generate (once) straight-line additions, one per variable-length value. The first
+# INLINE_MASKS bitmaps of a layout (in practice the common ones: "no NULL", "the usual
+# NULLs") are written into the loop over rows itself; the others are one dictionary
+# look-up and one call of their own small function. Only integers from the table map go
+# into the generated source. Functions per layout are bounded (a hostile file could show
+# every bitmap): past MASKS_PER_LAYOUT, bitmaps are walked by the generic loop.
+INLINE_MASKS = 2
+MASKS_PER_LAYOUT = 256
+MASKS_MAX = 20_000  # generated functions in all (a hostile file's many layouts times many bitmaps)
+_LAYOUTS_MAX = 4096
+_made = [0]  # generated functions alive (reset with the counters)
+_counters: dict[tuple[tuple[int, ...], bytes, bytes | None, int], _RowCounter] = {}
+
+
+def row_counter(header: RowsHeader, widths_: tuple[int, ...]) -> _RowCounter:
+    """The counter of rows of events with this header's layout (cached)."""
+    key = (widths_, header.present, header.present_after, header.columns)
+    counter = _counters.get(key)
+    if counter is None:
+        before = _present(header.present, header.columns, widths_)
+        after = _present(header.present_after, header.columns, widths_) if header.present_after else None
+        counter = _RowCounter(before, after)
+        if len(_counters) >= _LAYOUTS_MAX:  # bounded: a hostile file with endless layouts
+            _counters.clear()
+            _made[0] = 0
+        _counters[key] = counter
+    return counter
+
+
+class _Skips(dict):
+    """Null bitmap -> the function skipping one image with it, made when first met."""
+
+    def __init__(self, present: tuple[int, ...], owner: _RowCounter) -> None:
+        super().__init__()
+        self.present = present
+        self.first: list[int] = []  # the first bitmaps met, in order (the loop inlines them)
+        self.owner = owner
+
+    def __missing__(self, mask: int) -> Any:
+        present = self.present
+        if len(self) >= MASKS_PER_LAYOUT or _made[0] >= MASKS_MAX:
+            return lambda b, at: _skip_values(b, at, present, mask)
+        _made[0] += 1
+        if len(self.first) < INLINE_MASKS:
+            self.first.append(mask)
+            self.owner.walk = None  # made again, with this bitmap inlined
+        skip = self[mask] = _compile_skip(present, mask)
+        return skip
+
+
+def _skip_lines(present: tuple[int, ...], mask: int, indent: str, start: int) -> list[str] | None:
+    """Statements advancing `at` past one image's values with null bitmap `mask`, `at` being
+    `start` bytes before them (None: too many for generated code)."""
+    lines, fixed = [], start
+    for i, w in enumerate(present):
+        if mask >> i & 1:
+            continue  # NULL: no bytes
+        if w > 0:
+            fixed += w
+            continue
+        size = -w
+        if size == 1:
+            length = f"b[at + {fixed}]"
+        elif size == 2:
+            length = f"(b[at + {fixed}] | b[at + {fixed + 1}] << 8)"
+        else:
+            length = f"int.from_bytes(b[at + {fixed}:at + {fixed + size}], 'little')"
+        lines.append(f"{indent}at += {fixed + size} + {length}")
+        fixed = 0
+    if len(lines) > 64:  # very wide tables: the generic loop, not a huge function
+        return None
+    return [*lines, f"{indent}at += {fixed}"]
+
+
+def _compile_skip(present: tuple[int, ...], mask: int) -> Any:
+    """`skip(body, at) -> at`: past the values of one image whose null bitmap is `mask`
+    (`at` is just after the bitmap)."""
+    lines = _skip_lines(present, mask, "    ", 0)
+    if lines is None:
+        return lambda b, at: _skip_values(b, at, present, mask)
+    scope: dict[str, Any] = {}
+    exec("def skip(b, at):\n" + "\n".join(lines) + "\n    return at\n", scope)  # integers only
+    return scope["skip"]
+
+
+class _RowCounter:
+    """`count(body, rows_at) -> rows` for one layout of images: the loop over rows is
+    generated for the images' bitmap sizes, with the first bitmaps met inlined (made again
+    when one more is met, at most INLINE_MASKS times per image)."""
+
+    def __init__(self, before: tuple[int, ...], after: tuple[int, ...] | None) -> None:
+        self.images = [(before, _Skips(before, self))]
+        if after is not None:
+            self.images.append((after, _Skips(after, self)))
+        self.empty = not before and not after
+        self.walk: Any = None
+
+    def _generate(self) -> None:
+        lines = ["def walk(b, at):", "    end, n = len(b), 0", "    while at < end:"]
+        scope: dict[str, Any] = {}
+        for k, (present, skips) in enumerate(self.images):
+            size = (len(present) + 7) // 8
+            if size == 0:
+                mask = "0"
+            elif size == 1:
+                mask = "b[at]"
+            elif size == 2:
+                mask = "(b[at] | b[at + 1] << 8)"
+            else:
+                mask = f"int.from_bytes(b[at:at + {size}], 'little')"
+            scope[f"skips{k}"] = skips
+            lines.append(f"        m = {mask}")
+            branch = "if"
+            for known in skips.first:
+                inline = _skip_lines(present, known, "            ", size)
+                if inline is None:
+                    continue
+                lines += [f"        {branch} m == {known}:", *inline]
+                branch = "elif"
+            indent = "        " if branch == "if" else "            "
+            if branch == "elif":
+                lines.append("        else:")
+            lines.append(f"{indent}at = skips{k}[m](b, at + {size})")
+        lines += ["        n += 1", "    return n, at"]
+        exec("\n".join(lines) + "\n", scope)  # integers only
+        self.walk = scope["walk"]
+
+    def __call__(self, body: bytes, at: int) -> int:
+        if self.empty and at < len(body):  # a row of no bytes: it would never end
+            raise RowsError("rows without any column present")
+        walk = self.walk
+        if walk is None:
+            self._generate()
+            walk = self.walk
+        try:
+            n, at = walk(body, at)
+        except IndexError:
+            raise RowsError("the rows run past the end of the event") from None
+        if at != len(body):
+            raise RowsError("the rows run past the end of the event")
+        return n
 
 
 def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tuple[int, ...]:
@@ -158,12 +334,9 @@ def _present(bitmap: bytes | None, columns: int, widths_: tuple[int, ...]) -> tu
     return tuple(widths_[i] for i in range(columns) if bitmap[i // 8] & (1 << (i % 8)))
 
 
-def _skip_image(body: bytes, at: int, present: tuple[int, ...]) -> int:
-    nulls = body[at : at + (len(present) + 7) // 8]
-    at += (len(present) + 7) // 8
-    any_null = any(nulls)
+def _skip_values(body: bytes, at: int, present: tuple[int, ...], mask: int) -> int:
     for i, w in enumerate(present):
-        if any_null and nulls[i >> 3] & (1 << (i & 7)):
+        if mask >> i & 1:
             continue
         if w > 0:
             at += w
@@ -201,6 +374,13 @@ def _partial_prefix(body: bytes, at: int, table: TableDef, present_after: list[b
 
 def _bits(bitmap: bytes, n: int) -> list[bool]:
     return [bool(bitmap[i // 8] & (1 << (i % 8))) for i in range(n)]
+
+
+def _skip_image(body: bytes, at: int, present: tuple[int, ...]) -> int:
+    """Past one row image the slow, general way (partial updates only: they are rare)."""
+    size = (len(present) + 7) // 8
+    nulls = body[at : at + size]
+    return _skip_values(body, at + size, present, int.from_bytes(nulls, "little"))
 
 
 def count_partial_rows(body: bytes, header: RowsHeader, table: TableDef) -> int:
@@ -243,6 +423,8 @@ def decode_rows(
     )
     at = header.rows_at
     partial_update = event.type == PARTIAL_UPDATE_ROWS
+    if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
+        raise RowsError("rows without any column present")
     while at < len(body):
         first, at = _decode_image(body, at, table, bits)
         if partial_update:

@@ -11,17 +11,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from functools import partial
+from itertools import islice
+from typing import Any, BinaryIO
 
 from django.db.models import QuerySet, Sum
 
 from ingest.binlog.flashback import TableInfo, flashback_sql, table_info
 from ingest.binlog.images import RowImage, row_images, table_of
 from ingest.binlog.metadata import TableChange
-from ingest.binlog.reader import BinlogError, read_format
+from ingest.binlog.reader import BinlogError, Format, read_format
 from ingest.binlog.schema import SchemaError, TableSchema, parse_create_table
 from ingest.binlog_store import open_binlog
 from ingest.models import BinlogChange, BinlogFile, BinlogStatement, Event
+from investigations.query.rows_cache import cached_rows
 
 DEFAULT_PAGE = 1000
 MAX_PAGE = 10_000
@@ -141,14 +144,23 @@ def rows_page(statements: Sequence[BinlogStatement], *, offset: int, limit: int)
                     key = (binlog.server, change.table)
                     if key not in schemas:
                         schemas[key] = create_table_schema(*key)
-                    for image in row_images(f, change, schema=schemas[key], fmt=fmt, skip=skip):
-                        if len(out) >= limit:
-                            break
-                        out.append(image.as_json())
+                    schema, take = schemas[key], min(limit - len(out), change.rows - skip)
+                    decode = partial(_decoded, f, fmt, change, schema, skip, take)
+                    out.extend(cached_rows(binlog.source_file, change, schema, skip, take, decode))
                     skip = 0
+                    if len(out) >= limit:
+                        break
         except (OSError, BinlogError) as e:
             raise RowsUnavailable(f"{binlog.source_file.path}: {e}") from None
     return RowsPage(out, total, offset + len(out) < total)
+
+
+def _decoded(
+    f: BinaryIO, fmt: Format, change: TableChange, schema: TableSchema | None, skip: int, take: int
+) -> list[dict[str, Any]]:
+    """Rows `skip` to `skip + take` of `change`, decoded from the open binlog file."""
+    images = row_images(f, change, schema=schema, fmt=fmt, skip=skip)
+    return [image.as_json() for image in islice(images, take)]
 
 
 def event_flashback(event: Event, statements: Sequence[BinlogStatement]) -> str:
