@@ -69,6 +69,7 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
         self.fields["kind"].choices = [
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
             (Source.Kind.MYSQL_TABLE.value, Source.Kind.MYSQL_TABLE.label),
+            (Source.Kind.BINLOG_REPLICA.value, "Binary log pulled from the server as a replica"),
         ]
 
     def clean_timezone(self) -> str:
@@ -109,6 +110,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
                 self.add_error("path", problem)
         elif kind == Source.Kind.MYSQL_TABLE and not data.get("dsn"):
             self.add_error("dsn", "Give the DSN of the server whose mysql.general_log to pull.")
+        elif kind == Source.Kind.BINLOG_REPLICA and not data.get("dsn"):
+            self.add_error("dsn", "Give the DSN of the server whose binary log to pull.")
         return data
 
 
