@@ -191,8 +191,8 @@ def test_replica_pull_spools_the_servers_files_and_stores_them_once(
     monkeypatch.setenv("AUDITWEB_SOURCE_REPL_PASSWORD", "Repl-pw-1")
     dsn = f"mysql://repl@127.0.0.1:{server.port}"
     source = Source.objects.create(
-        name="replica", kind=Source.Kind.BINLOG_REPLICA, dsn=dsn, password_env="AUDITWEB_SOURCE_REPL_PASSWORD",
-        server="db2",
+        name="replica", kind=Source.Kind.BINLOG_REPLICA, dsn=dsn, server="db2",
+        password_env="AUDITWEB_SOURCE_REPL_PASSWORD",
     )  # fmt: skip
     run = _poll(source)
     assert run is not None and run.status == IngestRun.Status.DONE, run.error
