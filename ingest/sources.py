@@ -41,7 +41,8 @@ def time_zone(zone: str) -> str:
 
 
 class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in django-stubs, not in Django
-    """A file path or glob, or a live mysql.general_log table; uploads are made by uploading."""
+    """A file path or glob (logs, or binlog files), a live mysql.general_log table, or the binary
+    log pulled as a replica; uploads are made by uploading."""
 
     class Meta:
         model = Source
@@ -59,8 +60,10 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             "enabled",
         ]
         help_texts = {
-            "path": "Absolute path or glob: /var/log/mysql/general.log* follows the log and its rotations",
-            "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below)",
+            "path": "Absolute path or glob: /var/log/mysql/general.log* follows the log and its rotations; "
+            "binary logs: /var/lib/mysql/mariadb-bin.[0-9]* with the format binlog",
+            "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below); "
+            "a live general_log table, or the binary log pulled as a replica",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
