@@ -40,6 +40,7 @@ from ingest.binlog_store import _file_row, store_batch
 from ingest.commit import record_file_hash
 from ingest.custody import FileHasher
 from ingest.models import BinlogFile, IngestRun, ParseProblem, Source, SourceFile
+from ingest.parsers import AUTO
 from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,23 @@ def list_binlogs(pattern: str) -> tuple[list[Listed], list[str]]:
         files.append(Listed(name, base, int(m["number"]), st.st_size, st.st_dev, st.st_ino))
     files.sort(key=lambda f: (f.base, f.number))
     return files, notes
+
+
+def is_binlog_source(source: Source) -> bool:
+    """A file source is read as binlogs when its format says so, or, left to `auto`, when the
+    first numbered file its glob matches begins with the binlog magic (the other formats are text)."""
+    if source.format == "binlog":
+        return True
+    if source.format != AUTO or not source.path:
+        return False
+    listing, _ = list_binlogs(source.path)
+    for listed in listing[:1]:
+        try:
+            with listed.path.open("rb") as f:
+                return f.read(4) == MAGIC
+        except OSError:
+            return False
+    return False
 
 
 def binlog_head(f: BinaryIO) -> bytes | None:
@@ -147,11 +165,7 @@ def follow_binlogs(
         later = i + 1 < len(listing) and listing[i + 1].base == listed.base
         work.append((listed, later))
     state = dict((source.checkpoint or {}).get("binlog") or {})
-    todo = [
-        (listed, later)
-        for listed, later in work
-        if later or not _unchanged(source, listed)  # the newest file, unchanged since the last poll: nothing
-    ]
+    todo = [(listed, later) for listed, later in work if not _nothing_new(source, listed, later)]
     present = {str(listed.path) for listed in listing}
     vanished = [sf for (path, _), sf in known.items() if path not in present]
     if not todo and not vanished and not notes:
@@ -173,7 +187,7 @@ def follow_binlogs(
             if budget.spent():
                 break
             missing = _missing_before(state, listed)
-            if notes:
+            if notes and listed.base == listing[-1].base:  # a replica's notes: its newest folder
                 missing = "; ".join([*notes, *([missing] if missing else [])])
                 notes.clear()
             state[listed.base] = listed.number  # lower than before: a new sequence (RESET MASTER)
@@ -190,11 +204,15 @@ def follow_binlogs(
     return run
 
 
-def _unchanged(source: Source, listed: Listed) -> bool:
-    """The newest file is the size it had when last read (and known): nothing new in it."""
-    return SourceFile.objects.filter(
-        source=source, path=str(listed.path), device=listed.device, inode=listed.inode, size=listed.size
-    ).exists()
+def _nothing_new(source: Source, listed: Listed, later: bool) -> bool:
+    """A file read to its end before, or the newest file at the size it had when last read:
+    a stat, and nothing opened."""
+    same = SourceFile.objects.filter(
+        source=source, path=str(listed.path), device=listed.device, inode=listed.inode
+    )
+    if same.filter(finished=True).exists():
+        return True
+    return not later and same.filter(size=listed.size).exists()
 
 
 def _resume_of(source: Source, listed: Listed) -> int:
@@ -263,7 +281,8 @@ def _read_binlog(
     except OSError as e:
         return f"{listed.path}: {e}"
     with raw:
-        if (st := os.fstat(raw.fileno())) and (st.st_dev, st.st_ino) != (listed.device, listed.inode):
+        st = os.fstat(raw.fileno())
+        if (st.st_dev, st.st_ino) != (listed.device, listed.inode):
             return None  # replaced since it was listed: the next poll looks again
         try:
             head = binlog_head(raw)
@@ -277,10 +296,14 @@ def _read_binlog(
             head_sha256=hashlib.sha256(head).hexdigest(),
             defaults={"size": 0, "device": listed.device, "inode": listed.inode, "head_length": len(head)},
         )
+        for old in SourceFile.objects.filter(source=source, path=str(listed.path), finished=False).exclude(
+            pk=sf.pk
+        ):
+            _vanished(run, old)  # the same name, another file: written again after RESET MASTER
         if sf.finished:
             return None
         start = int(sf.resume.get("offset", 0))
-        size = os.fstat(raw.fileno()).st_size if later else listed.size
+        size = st.st_size if later else listed.size  # a closed file whole; the newest as listed
         log.info("source %s: binlog %s from %s to %s", source.pk, listed.path, start, size)
         hasher = FileHasher(sf.hash_state, sf.hashed_bytes, partial_reader(listed.path))
         _scan_into_store(

@@ -70,17 +70,18 @@ def _start_again(spool: Path, why: str) -> None:
     PullState(generation=state.generation + 1, notes=[*state.notes, note]).save(spool)
 
 
-def pull_binlogs(source: Source, run: IngestRun | None) -> IngestRun | None:
-    """One poll of a binlog-replica source: pull into the spool, then store the spool."""
+def pull_binlogs(source: Source, run: IngestRun | None) -> IngestRun:
+    """One poll of a binlog-replica source: pull into the spool, then store the spool. Every
+    poll has a run (as a table's pull has): failed, with the reason, when the pull failed."""
     spool = spool_of(source)
     error = ""
+    run = run or IngestRun.objects.create(source=source, bytes_total=0)
     try:
         password = source_password(source.password_env, os.environ)
         conn = connect(source.dsn, password, read_timeout=max(5, settings.BINLOG_POLL_SECONDS))
     except Exception as e:  # refused, unknown host, bad password: the source's health says so
         message = storable(f"cannot connect to {source.dsn}: {e}")[:2000]
         Source.objects.filter(pk=source.pk).update(last_error=message)
-        run = run or IngestRun.objects.create(source=source, bytes_total=0)
         run.begin(0)
         run.fail(message)
         return run
@@ -107,14 +108,10 @@ def pull_binlogs(source: Source, run: IngestRun | None) -> IngestRun | None:
     run = follow_binlogs(source, run, pattern=str(spool / "g*" / "*"), notes=notes)
     if len(notes) < len(state.notes):  # stated on a file: not again
         PullState(state.generation, state.file, state.position, state.gtid, notes).save(spool)
+    assert run is not None  # given a run, follow_binlogs ends it and hands it back
     if error:
         Source.objects.filter(pk=source.pk).update(last_error=error)
-        if run is not None and run.status == IngestRun.Status.DONE and not run.events_stored:
-            run.error = error
-            IngestRun.objects.filter(pk=run.pk).update(status=IngestRun.Status.FAILED, error=error)
-            run.status = IngestRun.Status.FAILED
-        elif run is None:
-            run = IngestRun.objects.create(source=source, bytes_total=0)
-            run.begin(0)
-            run.fail(error)
+        # What was pulled before the error is stored; the run says the pull failed all the same.
+        IngestRun.objects.filter(pk=run.pk).update(status=IngestRun.Status.FAILED, error=error)
+        run.refresh_from_db()
     return run

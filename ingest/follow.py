@@ -22,7 +22,7 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from ingest.batch import Batch, ResumePoint
-from ingest.binlog_follow import follow_binlogs
+from ingest.binlog_follow import follow_binlogs, is_binlog_source
 from ingest.binlog_join import join_binlogs
 from ingest.binlog_replica import pull_binlogs
 from ingest.checkpoints import (
@@ -101,7 +101,7 @@ def ingest_source(
                 run = _pull_table_source(source, run)
             elif source.kind == Source.Kind.BINLOG_REPLICA:
                 run = pull_binlogs(source, run)
-            elif source.format == "binlog":
+            elif is_binlog_source(source):
                 run = follow_binlogs(source, run)
             else:
                 run = _ingest_file_source(source, run, dispatch)

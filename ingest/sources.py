@@ -113,8 +113,10 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
                 self.add_error("path", problem)
         elif kind == Source.Kind.MYSQL_TABLE and not data.get("dsn"):
             self.add_error("dsn", "Give the DSN of the server whose mysql.general_log to pull.")
-        elif kind == Source.Kind.BINLOG_REPLICA and not data.get("dsn"):
-            self.add_error("dsn", "Give the DSN of the server whose binary log to pull.")
+        elif kind == Source.Kind.BINLOG_REPLICA:
+            if not data.get("dsn"):
+                self.add_error("dsn", "Give the DSN of the server whose binary log to pull.")
+            data["format"] = "binlog"  # what it pulls is binlog files, whatever was chosen
         return data
 
 
@@ -206,7 +208,8 @@ def _read_to_end(source: Source, last_run: IngestRun | None) -> bool:
 
     A file given to `manage.py ingest` before it recorded `finished` counts when its SHA-256 was
     recorded: that happens only once the whole file was read."""
-    if source.kind == Source.Kind.MYSQL_TABLE or last_run is None or last_run.status != IngestRun.Status.DONE:
+    live = source.kind in (Source.Kind.MYSQL_TABLE, Source.Kind.BINLOG_REPLICA)
+    if live or last_run is None or last_run.status != IngestRun.Status.DONE:
         return False
     files = source.files.values_list("finished", "device", "sha256")
     return bool(files) and all(done or (device is None and sha) for done, device, sha in files)

@@ -239,3 +239,116 @@ def test_replica_pull_spools_the_servers_files_and_stores_them_once(
     assert "pulling the binary log" in bare.last_error and "denied" in bare.last_error.lower(), (
         bare.last_error
     )
+
+
+def test_polls_while_the_server_writes_big_transactions(server: Any) -> None:
+    """Polls that fall anywhere in a stream of big transactions and rotations by size: each
+    transaction stored once, whatever the poll saw of it."""
+    import threading
+
+    source = Source.objects.create(
+        name="busy", path=str(server.binlogs / "mariadb-bin.[0-9]*"), format="binlog", server="busy"
+    )
+    _sql(server, "SET GLOBAL max_binlog_size = 65536")
+    _poll(source)
+
+    def write() -> None:
+        for i in range(25):
+            _sql(
+                server,
+                "BEGIN",
+                f"INSERT INTO shop.t (v) SELECT REPEAT('z', 100 + seq % 300) FROM shop.seq_1_to_{200 + 20 * i}",
+                "COMMIT",
+            )
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    polls = 0
+    while writer.is_alive() or polls < 3:
+        _poll(source)
+        polls += 1
+    writer.join()
+    _poll(source)
+    _sql(server, "SET GLOBAL max_binlog_size = 1073741824")
+    stored = _stored("busy")
+    assert len(stored) == len(set(stored)), "a transaction was stored twice"
+    truth = _server_xids(server)
+    # Everything the server still has is stored (files purged earlier in the module are not listed).
+    assert set(stored) == truth
+    big = BinlogTransaction.objects.filter(server="busy", rows__gte=200)
+    assert sorted(big.values_list("rows", flat=True)) == [200 + 20 * i for i in range(25)]
+    assert not ParseProblem.objects.filter(source_file__source=source).exists()
+
+
+def test_reset_master_is_a_new_sequence_for_files_and_for_the_replica(
+    server: Any, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.BINLOG_SPOOL_DIR = tmp_path / "spool"
+    _sql(
+        server,
+        "CREATE USER IF NOT EXISTS 'repl'@'127.0.0.1' IDENTIFIED BY 'Repl-pw-1'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'repl'@'127.0.0.1'",
+    )
+    monkeypatch.setenv("AUDITWEB_SOURCE_REPL_PASSWORD", "Repl-pw-1")
+    files = Source.objects.create(
+        name="files", path=str(server.binlogs / "mariadb-bin.[0-9]*"), format="binlog", server="rf"
+    )
+    replica = Source.objects.create(
+        name="pulled", kind=Source.Kind.BINLOG_REPLICA, dsn=f"mysql://repl@127.0.0.1:{server.port}",
+        password_env="AUDITWEB_SOURCE_REPL_PASSWORD", server="rr",
+    )  # fmt: skip
+    _insert(server, 3)
+    _poll(files)
+    _poll(replica)
+    _insert(server, 2)  # written, then reset before any poll saw it
+    _sql(server, "RESET MASTER")
+    _insert(server, 4)
+    _poll(files)
+    _poll(replica)
+    _poll(files)
+    _poll(replica)
+    truth = _server_xids(server)
+    assert {name for name, _ in truth} == {"mariadb-bin.000001"}
+    for source, label in ((files, "rf"), (replica, "rr")):
+        source.refresh_from_db()
+        assert source.last_error == "", source.last_error
+        stored = _stored(label)
+        assert len(stored) == len(set(stored)), f"{label}: a transaction was stored twice"
+        assert {s for s in stored if s[0] == "mariadb-bin.000001"} >= truth
+        # The new mariadb-bin.000001 is another file than any earlier one.
+        assert BinlogTransaction.objects.filter(server=label, file_name="mariadb-bin.000001").count() >= 4
+        # What was written between the last poll and the reset is lost: said so, on the source's files.
+        reasons = " ".join(
+            ParseProblem.objects.filter(source_file__source=source).values_list("reason", flat=True)
+        )
+        assert "RESET MASTER" in reasons, (label, reasons)
+    assert (tmp_path / "spool" / f"source-{replica.pk}" / "g000002" / "mariadb-bin.000001").exists()
+
+
+def test_pull_binlog_command(
+    server: Any, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    settings.BINLOG_SPOOL_DIR = tmp_path / "spool"
+    _sql(
+        server,
+        "CREATE USER IF NOT EXISTS 'repl'@'127.0.0.1' IDENTIFIED BY 'Repl-pw-1'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'repl'@'127.0.0.1'",
+    )
+    monkeypatch.setenv("AUDITWEB_SOURCE_REPLICATION_PASSWORD", "Repl-pw-1")
+    _insert(server, 2)
+    out = io.StringIO()
+    dsn = f"mysql://repl@127.0.0.1:{server.port}"
+    call_command("pull_binlog", "--dsn", dsn, "--server", "cmd", stdout=out)
+    assert "transactions new" in out.getvalue()
+    assert set(_stored("cmd")) == _server_xids(server)
+    out = io.StringIO()
+    call_command("pull_binlog", "--dsn", dsn, "--server", "cmd", stdout=out)
+    assert " 0 transactions new" in out.getvalue()
+    monkeypatch.setenv("AUDITWEB_SOURCE_REPLICATION_PASSWORD", "wrong")
+    with pytest.raises(CommandError, match="Access denied"):
+        call_command("pull_binlog", "--dsn", dsn, "--server", "cmd", stdout=io.StringIO())
