@@ -257,7 +257,8 @@ def test_polls_while_the_server_writes_big_transactions(server: Any) -> None:
             _sql(
                 server,
                 "BEGIN",
-                f"INSERT INTO shop.t (v) SELECT REPEAT('z', 100 + seq % 300) FROM shop.seq_1_to_{200 + 20 * i}",
+                "INSERT INTO shop.t (v) SELECT REPEAT('z', 100 + seq % 300)"
+                f" FROM shop.seq_1_to_{200 + 20 * i}",
                 "COMMIT",
             )
 
