@@ -37,6 +37,7 @@ from ingest.binlog.metadata import BinlogFile as ScannedFile
 from ingest.binlog.metadata import Transaction, scan
 from ingest.binlog.reader import HEADER_LEN, MAGIC, BinlogProblem
 from ingest.binlog_store import _file_row, store_batch
+from ingest.checkpoints import open_inside_roots
 from ingest.commit import record_file_hash
 from ingest.custody import FileHasher
 from ingest.models import BinlogFile, IngestRun, ParseProblem, Source, SourceFile
@@ -97,7 +98,7 @@ def is_binlog_source(source: Source) -> bool:
     listing, _ = list_binlogs(source.path)
     for listed in listing[:1]:
         try:
-            with listed.path.open("rb") as f:
+            with open_inside_roots(listed.path) as f:
                 return f.read(4) == MAGIC
         except OSError:
             return False
@@ -150,12 +151,18 @@ class _Budget:
 
 
 def follow_binlogs(
-    source: Source, run: IngestRun | None, *, pattern: str | None = None, notes: list[str] | None = None
+    source: Source,
+    run: IngestRun | None,
+    *,
+    pattern: str | None = None,
+    notes: list[str] | None = None,
+    roots: list[Path] | None = None,
 ) -> IngestRun | None:
     """One poll of a binlog source: every numbered file of `pattern` (the source's path, or the
     spool a replica pull writes) read from its resume point, in order. Returns the run (None when
     nothing was new and no run was asked for). `notes`: gaps a replica pull found, stated on the
-    first file read (and emptied once they are)."""
+    first file read (and emptied once they are). Every file is opened inside `roots` (the log
+    roots, AUDITWEB_LOG_ROOTS, by default: a symbolic link leading out is refused)."""
     listing, errors = list_binlogs(pattern or source.path)
     if not listing and not errors:
         errors.append(f"no binlog file matches {pattern or source.path}")
@@ -191,7 +198,9 @@ def follow_binlogs(
                 missing = "; ".join([*notes, *([missing] if missing else [])])
                 notes.clear()
             state[listed.base] = listed.number  # lower than before: a new sequence (RESET MASTER)
-            error = _read_binlog(source, run, listed, later=later, budget=budget, missing=missing)
+            error = _read_binlog(
+                source, run, listed, later=later, budget=budget, missing=missing, roots=roots
+            )
             if error:
                 errors.append(error)
     except BaseException as e:
@@ -273,11 +282,18 @@ def _vanished(run: IngestRun, sf: SourceFile) -> None:
 
 
 def _read_binlog(
-    source: Source, run: IngestRun, listed: Listed, *, later: bool, budget: _Budget, missing: str | None
+    source: Source,
+    run: IngestRun,
+    listed: Listed,
+    *,
+    later: bool,
+    budget: _Budget,
+    missing: str | None,
+    roots: list[Path] | None,
 ) -> str | None:
     """Read one file from its resume point; returns an error for the source (None: none)."""
     try:
-        raw = listed.path.open("rb")
+        raw = open_inside_roots(listed.path, roots)
     except OSError as e:
         return f"{listed.path}: {e}"
     with raw:
@@ -305,18 +321,18 @@ def _read_binlog(
         start = int(sf.resume.get("offset", 0))
         size = st.st_size if later else listed.size  # a closed file whole; the newest as listed
         log.info("source %s: binlog %s from %s to %s", source.pk, listed.path, start, size)
-        hasher = FileHasher(sf.hash_state, sf.hashed_bytes, partial_reader(listed.path))
+        hasher = FileHasher(sf.hash_state, sf.hashed_bytes, partial_reader(listed.path, roots))
         _scan_into_store(
             source, run, sf, _Window(raw, size), listed, start, size, later, budget, hasher, missing
         )
     return None
 
 
-def partial_reader(path: Path) -> Callable[[int, int], bytes]:
+def partial_reader(path: Path, roots: list[Path] | None) -> Callable[[int, int], bytes]:
     """Reads for the file's SHA-256 (ingest.custody.FileHasher), by path: the scan has its own."""
 
     def read_at(offset: int, n: int) -> bytes:
-        with path.open("rb") as f:
+        with open_inside_roots(path, roots) as f:
             f.seek(offset)
             return f.read(n)
 

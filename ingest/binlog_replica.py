@@ -105,7 +105,8 @@ def pull_binlogs(source: Source, run: IngestRun | None) -> IngestRun:
         conn.close()
     state = PullState.load(spool)
     notes = list(state.notes)
-    run = follow_binlogs(source, run, pattern=str(spool / "g*" / "*"), notes=notes)
+    roots = [Path(settings.BINLOG_SPOOL_DIR).resolve()]
+    run = follow_binlogs(source, run, pattern=str(spool / "g*" / "*"), notes=notes, roots=roots)
     if len(notes) < len(state.notes):  # stated on a file: not again
         PullState(state.generation, state.file, state.position, state.gtid, notes).save(spool)
     assert run is not None  # given a run, follow_binlogs ends it and hands it back

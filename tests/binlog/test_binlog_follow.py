@@ -52,6 +52,12 @@ def server() -> Iterator[Any]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _server_logs_are_log_roots(server: Any, settings: Any) -> None:
+    """Binlog file sources read only inside AUDITWEB_LOG_ROOTS: the private server's folder is one."""
+    settings.LOG_ROOTS = [*settings.LOG_ROOTS, server.base.resolve()]
+
+
 def _sql(server: Any, *statements: str) -> list[Any]:
     conn = server.root()
     try:
@@ -168,6 +174,18 @@ def test_a_transaction_cut_at_the_end_comes_with_the_next_poll(server: Any, tmp_
     _poll(source)
     _poll(source)
     assert BinlogTransaction.objects.filter(server="cut", rows=40).count() == 1
+
+    # A symbolic link among the files that leads outside the log roots: refused, and said.
+    outside = Path(tempfile.mkdtemp(prefix="auditweb-outside-"))
+    try:
+        (outside / "secret").write_bytes(data)
+        (tmp_path / "mariadb-bin.999999").symlink_to(outside / "secret")
+        _poll(source)
+        source.refresh_from_db()
+        assert "outside the log roots" in source.last_error
+        assert not BinlogTransaction.objects.filter(server="cut", file_name="mariadb-bin.999999").exists()
+    finally:
+        shutil.rmtree(outside)
 
 
 def _masked(data: bytes) -> bytes:
