@@ -55,6 +55,7 @@ def _pull(conn: object, spool: Path, source: Source) -> None:
         server_id=replica_server_id(source),
         max_bytes=settings.BINLOG_POLL_BYTES,
         max_seconds=settings.BINLOG_POLL_SECONDS,
+        max_event_bytes=settings.BINLOG_MAX_EVENT_BYTES,
         first_file=lambda: _first_file(conn),
     )
 

@@ -189,6 +189,57 @@ class Spool:
             raise ResetSeen(f"the server's {self.name} is not the file the spool holds (RESET MASTER?)")
 
 
+MAX_PACKET = 0xFFFFFF  # a longer event comes in several packets of this size, then a shorter one
+READ_CHUNK = 64 * 1024
+
+
+def read_event_packet(conn: Any, *, max_bytes: int, deadline: float) -> bytes:
+    """The next packet of the dump (packets of one event joined), read with PyMySQL's socket
+    but bounded here: at most `max_bytes` (an event larger is refused, not held in memory)
+    and no read past `deadline` (each read waits at most the time left). An error packet is
+    raised as PyMySQL raises it (the server's code and message)."""
+    import pymysql  # only a live pull loads PyMySQL
+
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        header = _read(conn, 4, deadline)
+        low, high, sequence = struct.unpack("<HBB", header)
+        length = packet_length = low + (high << 16)
+        if sequence != conn._next_seq_id:
+            conn._force_close()
+            raise SpoolError(
+                f"packet {sequence} came where {conn._next_seq_id} was due: the stream is broken"
+            )
+        conn._next_seq_id = (sequence + 1) % 256
+        total += length
+        if total > max_bytes:
+            conn._force_close()
+            raise SpoolError(
+                f"an event of more than {max_bytes} bytes (BINLOG_MAX_EVENT_BYTES): "
+                "not pulled; raise the limit"
+            )
+        while length:
+            chunk = _read(conn, min(length, READ_CHUNK), deadline)
+            parts.append(chunk)
+            length -= len(chunk)
+        if packet_length < MAX_PACKET:
+            break
+    data = b"".join(parts)
+    if data[:1] == b"\xff":
+        pymysql.err.raise_mysql_exception(data)
+    return data
+
+
+def _read(conn: Any, n: int, deadline: float) -> bytes:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        conn._force_close()
+        raise SpoolError("the pull ran out of time inside an event (BINLOG_POLL_SECONDS)")
+    conn._sock.settimeout(left)
+    return bytes(conn._read_bytes(n))
+
+
 def pull(
     conn: Any,
     spool: Path,
@@ -196,6 +247,7 @@ def pull(
     server_id: int,
     max_bytes: int,
     max_seconds: float,
+    max_event_bytes: int = 1 << 30,
     first_file: Callable[[], str],
 ) -> tuple[PullState, PullResult]:
     """One pull into `spool` from where the last one stopped (`pull.json` there); returns the
@@ -228,7 +280,7 @@ def pull(
         name = state.file.encode()
         conn._execute_command(COM_BINLOG_DUMP, struct.pack("<IHI", state.position, flags, server_id) + name)
         while True:
-            packet = conn._read_packet().get_all_data()
+            packet = read_event_packet(conn, max_bytes=max_event_bytes + 1, deadline=deadline)
             if packet[:1] == b"\xfe" and len(packet) < 9:
                 result.complete = True
                 break

@@ -371,3 +371,25 @@ def test_pull_binlog_command(
     monkeypatch.setenv("AUDITWEB_SOURCE_REPLICATION_PASSWORD", "wrong")
     with pytest.raises(CommandError, match="Access denied"):
         call_command("pull_binlog", "--dsn", dsn, "--server", "cmd", stdout=io.StringIO())
+
+
+def test_an_event_above_the_limit_is_the_sources_error(
+    server: Any, settings: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.BINLOG_SPOOL_DIR = tmp_path / "spool"
+    settings.BINLOG_MAX_EVENT_BYTES = 1000
+    _sql(
+        server,
+        "CREATE USER IF NOT EXISTS 'repl'@'127.0.0.1' IDENTIFIED BY 'Repl-pw-1'",
+        "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO 'repl'@'127.0.0.1'",
+    )
+    monkeypatch.setenv("AUDITWEB_SOURCE_REPL_PASSWORD", "Repl-pw-1")
+    _insert(server, 1, size=1500)
+    source = Source.objects.create(
+        name="limited", kind=Source.Kind.BINLOG_REPLICA, dsn=f"mysql://repl@127.0.0.1:{server.port}",
+        password_env="AUDITWEB_SOURCE_REPL_PASSWORD", server="lim",
+    )  # fmt: skip
+    run = _poll(source)
+    source.refresh_from_db()
+    assert run is not None and run.status == IngestRun.Status.FAILED
+    assert "BINLOG_MAX_EVENT_BYTES" in source.last_error
