@@ -184,8 +184,16 @@ class Spool:
         with (self.folder / self.name).open("rb") as f:
             f.seek(4)
             mine = f.read(len(event))
-        # Compared without the flags (in use) and the position (0 here) and checksum.
-        if len(mine) < len(event) or mine[:13] != event[:13] or mine[19:-4] != event[19:-4]:
+        # Compared without what the server changes in the copy it sends: the flags (in use), the
+        # position (0), the creation time (0, so that a replica does not take it for a restart)
+        # and so the checksum.
+        created = HEADER_LEN + 2 + 50
+        if (
+            len(mine) < len(event)
+            or mine[:13] != event[:13]
+            or mine[HEADER_LEN:created] != event[HEADER_LEN:created]
+            or mine[created + 4 : -4] != event[created + 4 : -4]
+        ):
             raise ResetSeen(f"the server's {self.name} is not the file the spool holds (RESET MASTER?)")
 
 

@@ -230,6 +230,10 @@ def test_replica_pull_spools_the_servers_files_and_stores_them_once(
     stored = _stored("db2")
     assert len(stored) == len(set(stored)), "a transaction was stored twice"
     assert set(stored) == _server_xids(server)
+    # No reset was taken for one (the first file after a restart, resumed inside, comes with
+    # its creation time cleared), and nothing was a problem.
+    assert not list((tmp_path / "spool").glob("source-*/g000002"))
+    assert not ParseProblem.objects.filter(source_file__source=source).exists()
     # The spool holds the server's files byte for byte.
     spooled = {p.name: p for p in (tmp_path / "spool").glob("source-*/g*/mariadb-bin.*")}
     on_server = [row[0] for row in _sql(server, "SHOW BINARY LOGS")[0]]
