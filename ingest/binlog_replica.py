@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -36,8 +37,8 @@ def replica_server_id(source: Source) -> int:
     return SERVER_ID_BASE + source.pk
 
 
-def _first_file(conn: object) -> str:
-    cur = conn.cursor()  # type: ignore[attr-defined]
+def _first_file(conn: Any) -> str:
+    cur = conn.cursor()
     try:
         cur.execute("SHOW BINARY LOGS")
         rows = cur.fetchall()
@@ -48,7 +49,7 @@ def _first_file(conn: object) -> str:
     return str(rows[0][0])
 
 
-def _pull(conn: object, spool: Path, source: Source) -> None:
+def _pull(conn: Any, spool: Path, source: Source) -> None:
     pull(
         conn,
         spool,
