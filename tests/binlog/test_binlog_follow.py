@@ -244,6 +244,23 @@ def test_replica_pull_spools_the_servers_files_and_stores_them_once(
         if name != on_server[-1]:
             assert mine == theirs, f"{name} differs from the server's"
 
+    # Rows are decoded on demand from the spool, as from copied files.
+    from ingest.models import BinlogStatement
+    from investigations.query.binlog import rows_page
+
+    statements = list(
+        BinlogStatement.objects.filter(transaction__server="db2")
+        .select_related("transaction__file__source_file")
+        .order_by("transaction__file__source_file__path", "transaction__start")
+    )
+    page = rows_page(statements, offset=0, limit=10_000)
+    assert page.total == sum(s.rows for s in statements) == len(page.rows) > 0
+    assert all(
+        str(s.transaction.file.source_file.path).startswith(str(tmp_path / "spool")) for s in statements
+    )
+    assert {(r["table"], r["change"]) for r in page.rows} == {("shop.t", "insert")}
+    assert all(set(r["after"]["v"]) <= set("xyz") for r in page.rows)
+
     # A wrong password, and an account without the grant: a clear error on the source.
     monkeypatch.setenv("AUDITWEB_SOURCE_REPL_PASSWORD", "wrong")
     run = _poll(source)
