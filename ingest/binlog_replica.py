@@ -98,7 +98,8 @@ def pull_binlogs(source: Source, run: IngestRun | None) -> IngestRun:
                 code = e.args[0] if e.args and isinstance(e.args[0], int) else None
                 if code != _NO_SUCH_POSITION or attempt == 2:
                     raise
-                _start_again(spool, f"the server says: {e.args[-1]}")
+                why = f"the server says: {e.args[-1]} (PURGE BINARY LOGS, or RESET MASTER)"
+                _start_again(spool, why)
             conn.close()
             conn = connect(source.dsn, password, read_timeout=max(5, settings.BINLOG_POLL_SECONDS))
     except Exception as e:  # no grant, the server gone mid-pull, a stream out of step
