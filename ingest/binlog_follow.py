@@ -172,7 +172,12 @@ def follow_binlogs(
         later = i + 1 < len(listing) and listing[i + 1].base == listed.base
         work.append((listed, later))
     state = dict((source.checkpoint or {}).get("binlog") or {})
-    todo = [(listed, later) for listed, later in work if not _nothing_new(source, listed, later)]
+    stored = _known_files(source)
+    todo = [
+        (listed, later)
+        for listed, later in work
+        if not _nothing_new(stored.get((str(listed.path), listed.device, listed.inode)), listed, later)
+    ]
     present = {str(listed.path) for listed in listing}
     vanished = [sf for (path, _), sf in known.items() if path not in present]
     if not todo and not vanished and not notes:
@@ -181,7 +186,10 @@ def follow_binlogs(
             run.begin(0)
             run.finish()
         return run
-    backlog = sum(max(0, listed.size - _resume_of(source, listed)) for listed, _ in todo)
+    backlog = 0
+    for listed, _ in todo:
+        before = stored.get((str(listed.path), listed.device, listed.inode))
+        backlog += max(0, listed.size - (before.resume if before else 0))
     if run is None:
         run = IngestRun.objects.create(source=source, bytes_total=backlog)
     else:
@@ -213,27 +221,32 @@ def follow_binlogs(
     return run
 
 
-def _nothing_new(source: Source, listed: Listed, later: bool) -> bool:
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """What the store knows of a listed file (the newest row of that path, device and inode)."""
+
+    finished: bool
+    size: int
+    resume: int
+
+
+def _known_files(source: Source) -> dict[tuple[str, int | None, int | None], _Known]:
+    """The source's files as the store knows them, in one query (a server may keep thousands)."""
+    known: dict[tuple[str, int | None, int | None], _Known] = {}
+    rows = SourceFile.objects.filter(source=source).order_by("pk")
+    for path, device, inode, finished, size, resume in rows.values_list(
+        "path", "device", "inode", "finished", "size", "resume"
+    ):
+        known[(path, device, inode)] = _Known(finished, size, int((resume or {}).get("offset", 0)))
+    return known
+
+
+def _nothing_new(known: _Known | None, listed: Listed, later: bool) -> bool:
     """A file read to its end before, or the newest file at the size it had when last read:
     a stat, and nothing opened."""
-    same = SourceFile.objects.filter(
-        source=source, path=str(listed.path), device=listed.device, inode=listed.inode
-    )
-    if same.filter(finished=True).exists():
-        return True
-    return not later and same.filter(size=listed.size).exists()
-
-
-def _resume_of(source: Source, listed: Listed) -> int:
-    resume = (
-        SourceFile.objects.filter(
-            source=source, path=str(listed.path), device=listed.device, inode=listed.inode
-        )
-        .order_by("-pk")
-        .values_list("resume", flat=True)
-        .first()
-    )
-    return int((resume or {}).get("offset", 0))
+    if known is None:
+        return False
+    return known.finished or (not later and known.size == listed.size)
 
 
 def _missing_before(state: dict[str, int], listed: Listed) -> str | None:
