@@ -39,7 +39,7 @@ BINLOG_DUMP_NON_BLOCK = 0x01
 BINLOG_SEND_ANNOTATE_ROWS_EVENT = 0x02  # MariaDB
 MARIADB_SLAVE_CAPABILITY_MINE = 4  # GTID events and the rest of MariaDB's own, as written
 ARTIFICIAL = 0x20  # LOG_EVENT_ARTIFICIAL_F: made up for the stream, not in any file
-HEARTBEAT = 27
+HEARTBEATS = (27, 41)  # HEARTBEAT_LOG_EVENT, and MySQL 8.0.26+'s HEARTBEAT_LOG_EVENT_V2
 STATE_FILE = "pull.json"
 _SAFE_NAME = 200  # the longest file name taken from the server
 
@@ -93,7 +93,6 @@ class PullResult:
     events: int = 0
     bytes: int = 0
     complete: bool = False  # the server said it had nothing more (not cut by the budget)
-    files: list[str] = field(default_factory=list)
 
 
 def _checked_name(raw: bytes) -> str:
@@ -123,7 +122,7 @@ class Spool:
         if position > 4 and (not path.exists() or path.stat().st_size < position):
             raise SpoolError(f"{path} is shorter than the {position} bytes the last pull saved")
         self.file = path.open("r+b" if path.exists() else "w+b")
-        self.file.truncate(max(position, 0) if position > 4 else 0)
+        self.file.truncate(position if position > 4 else 0)
         self.file.seek(0, os.SEEK_END)
         self.name = name
 
@@ -149,7 +148,7 @@ class Spool:
         if kind == r.FORMAT_DESCRIPTION and next_position == 0:
             self._same_file(event)  # the dump started after it: the spool has it
             return
-        if flags & ARTIFICIAL or kind == HEARTBEAT or next_position == 0:
+        if flags & ARTIFICIAL or kind in HEARTBEATS or next_position == 0:
             return  # made up for the stream: no place in the server's file
         if self.file is None:
             raise SpoolError("an event before the server named its file")
@@ -297,8 +296,6 @@ def pull(
             writer.write(packet[1:])
             result.events += 1
             result.bytes += len(packet) - 1
-            if writer.name and writer.name not in result.files:
-                result.files.append(writer.name)
             if result.bytes >= max_bytes or time.monotonic() > deadline:
                 break  # the rest comes with the next pull
     finally:

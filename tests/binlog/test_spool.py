@@ -11,7 +11,7 @@ import pytest
 
 from ingest.binlog import reader as r
 from ingest.binlog.reader import HEADER, MAGIC
-from ingest.binlog.spool import ARTIFICIAL, HEARTBEAT, PullState, ResetSeen, Spool, SpoolError
+from ingest.binlog.spool import ARTIFICIAL, HEARTBEATS, PullState, ResetSeen, Spool, SpoolError
 
 
 def _event(kind: int, body: bytes, *, end: int, flags: int = 0, checksum: bool = True) -> bytes:
@@ -42,7 +42,8 @@ def test_events_land_at_their_positions_and_made_up_ones_are_dropped(tmp_path: P
     fde = _fde()
     spool.write(_rotate(b"mariadb-bin.000001"))
     spool.write(fde)
-    spool.write(_event(HEARTBEAT, b"mariadb-bin.000001", end=0, flags=ARTIFICIAL))
+    spool.write(_event(HEARTBEATS[0], b"mariadb-bin.000001", end=0, flags=ARTIFICIAL))
+    spool.write(_event(HEARTBEATS[1], b"\x01", end=123))  # MySQL 8's v2: a position, not in any file
     q = _query(4 + len(fde))
     spool.write(q)
     spool.close()
