@@ -19,7 +19,7 @@ COPY . .
 # Static files are collected at build time, with a throw-away key (settings insist on one).
 RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --no-input \
     && chown -R auditweb:auditweb /app/staticfiles \
-    && mkdir -p /var/lib/auditweb/uploads /var/lib/auditweb/reports /logs \
+    && mkdir -p /var/lib/auditweb/uploads /var/lib/auditweb/reports /var/lib/auditweb/binlog-spool /logs \
     && chown -R auditweb:auditweb /var/lib/auditweb
 # (An empty named volume takes the owner of the folder it is mounted on: these, the app's user.)
 

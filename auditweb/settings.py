@@ -312,6 +312,14 @@ if INGEST_MAX_LINE_BYTES < 64 * 1024:
 SHOWN_MAX_BYTES = env_int("SHOWN_MAX_BYTES", 64 * 1024)
 if SHOWN_MAX_BYTES < 1024:
     raise ImproperlyConfigured("SHOWN_MAX_BYTES must be at least 1024")
+# A poll of a binlog source reads at most this many bytes and seconds; the next poll goes on.
+BINLOG_POLL_BYTES = env_int("BINLOG_POLL_BYTES", 256 * 1024 * 1024)
+BINLOG_POLL_SECONDS = env_int("BINLOG_POLL_SECONDS", 60)
+# The largest event a replica pull takes (held in memory while it is written to the spool).
+BINLOG_MAX_EVENT_BYTES = env_int("BINLOG_MAX_EVENT_BYTES", 256 * 1024 * 1024)
+# Where a binlog-replica source writes the binlog files it pulls (one folder per source, the
+# files named as the server names them); rows are decoded from there on demand, so keep it.
+BINLOG_SPOOL_DIR = Path(env_str("BINLOG_SPOOL_DIR", str(BASE_DIR / ".devdata" / "binlog-spool")))
 # Parse a file in a second process while this one writes to PostgreSQL (Linux: os.fork).
 INGEST_PARALLEL = env_bool("INGEST_PARALLEL", hasattr(os, "fork"))
 # A source with at least this many bytes to read is shared out between the workers in ranges of

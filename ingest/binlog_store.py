@@ -169,42 +169,55 @@ def _commit(
     bytes_read: int,
 ) -> None:
     """One batch in one transaction: the transactions not stored yet, the problems, the run's counts."""
-    complete = [t for t in transactions if t.ended_by != "incomplete"]
     with transaction.atomic():
-        stored = 0
-        if binlog is not None and complete:
-            with connection.cursor() as c:  # two ingests of one server's binlogs: one at a time
-                c.execute("SELECT pg_advisory_xact_lock(hashtext('auditweb binlog ' || %s))", [binlog.server])
-            stored = _store_transactions(binlog, complete)
-            times = [_time(t.commit_time) for t in complete if t.commit_time]
-            if times:
-                first, last = min(times), max(times)
-                BinlogFile.objects.filter(pk=binlog.pk).update(
-                    first_time=min(binlog.first_time or first, first),
-                    last_time=max(binlog.last_time or last, last),
-                )
-                binlog.first_time, binlog.last_time = (
-                    min(binlog.first_time or first, first),
-                    max(binlog.last_time or last, last),
-                )
-        ParseProblem.objects.bulk_create(
-            [
-                ParseProblem(
-                    run=run,
-                    source_file=source_file,
-                    line=0,  # a binlog has no lines: the offset is the event's byte position
-                    offset=p.position,
-                    reason=storable(p.reason)[:500],
-                    excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
-                )
-                for p in problems
-            ],
-            ignore_conflicts=True,
-        )
-        run.add_batch(
-            read=bytes_read - run.bytes_read, seen=len(complete), stored=stored, problems=len(problems)
-        )
+        store_batch(run, source_file, binlog, transactions, problems, read=bytes_read - run.bytes_read)
         run.bytes_read = bytes_read
+
+
+def store_batch(
+    run: IngestRun,
+    source_file: SourceFile,
+    binlog: BinlogFile | None,
+    transactions: list[Transaction],
+    problems: list[BinlogProblem],
+    *,
+    read: int,
+) -> int:
+    """Store a batch inside the caller's transaction (with what it covers: a followed file's
+    resume point, ingest.binlog_follow); returns how many transactions were new."""
+    complete = [t for t in transactions if t.ended_by != "incomplete"]
+    stored = 0
+    if binlog is not None and complete:
+        with connection.cursor() as c:  # two ingests of one server's binlogs: one at a time
+            c.execute("SELECT pg_advisory_xact_lock(hashtext('auditweb binlog ' || %s))", [binlog.server])
+        stored = _store_transactions(binlog, complete)
+        times = [_time(t.commit_time) for t in complete if t.commit_time]
+        if times:
+            first, last = min(times), max(times)
+            BinlogFile.objects.filter(pk=binlog.pk).update(
+                first_time=min(binlog.first_time or first, first),
+                last_time=max(binlog.last_time or last, last),
+            )
+            binlog.first_time, binlog.last_time = (
+                min(binlog.first_time or first, first),
+                max(binlog.last_time or last, last),
+            )
+    ParseProblem.objects.bulk_create(
+        [
+            ParseProblem(
+                run=run,
+                source_file=source_file,
+                line=0,  # a binlog has no lines: the offset is the event's byte position
+                offset=p.position,
+                reason=storable(p.reason)[:500],
+                excerpt=p.raw[:PROBLEM_EXCERPT_BYTES],
+            )
+            for p in problems
+        ],
+        ignore_conflicts=True,
+    )
+    run.add_batch(read=read, seen=len(complete), stored=stored, problems=len(problems))
+    return stored
 
 
 def _store_transactions(binlog: BinlogFile, transactions: Iterable[Transaction]) -> int:

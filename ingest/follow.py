@@ -22,7 +22,9 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from ingest.batch import Batch, ResumePoint
+from ingest.binlog_follow import follow_binlogs, is_binlog_source
 from ingest.binlog_join import join_binlogs
+from ingest.binlog_replica import pull_binlogs
 from ingest.checkpoints import (
     Plan,
     Read,
@@ -77,6 +79,9 @@ def ingest_source(
     3. Record when the source was polled, when data last came, and why it could not be read.
     4. New events: join the server's binlog rows not joined for sure yet (ingest.binlog_join).
 
+    A file source of format binlog, and a binlog-replica source, are read by
+    ingest.binlog_follow (after the pull into the spool, ingest.binlog_replica) instead of 2.
+
     With `dispatch` (a function that queues the reading of a range: the Celery task), a big
     backlog of a file source is shared out between workers instead (ingest.split); while that
     goes on, polls of the source only look after it.
@@ -94,6 +99,10 @@ def ingest_source(
         try:
             if source.kind == Source.Kind.MYSQL_TABLE:
                 run = _pull_table_source(source, run)
+            elif source.kind == Source.Kind.BINLOG_REPLICA:
+                run = pull_binlogs(source, run)
+            elif is_binlog_source(source):
+                run = follow_binlogs(source, run)
             else:
                 run = _ingest_file_source(source, run, dispatch)
         finally:

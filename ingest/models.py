@@ -25,6 +25,8 @@ class Source(models.Model):
         FILE = "file"
         MYSQL_TABLE = "mysql-table", "mysql.general_log table"
         UPLOAD = "upload"
+        # The binary log pulled from the server as a replica (ingest.binlog_replica).
+        BINLOG_REPLICA = "binlog-replica", "binary log pulled as a replica"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices, default=Kind.FILE)

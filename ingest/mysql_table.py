@@ -231,7 +231,7 @@ class ClearTextRefused:
         return b""
 
 
-def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> Any:
+def connect(dsn: str, password: str | None = None, *, timeout: float = 10, read_timeout: float = 600) -> Any:
     """A PyMySQL connection from `mysql://user[:password]@host[:port]` or
     `mysql://user@localhost?unix_socket=/run/mysqld/mysqld.sock`. A `password` given here
     (from the environment, say) wins over one in the DSN.
@@ -250,7 +250,7 @@ def connect(dsn: str, password: str | None = None, *, timeout: float = 10) -> An
         "user": unquote(parts.username or ""),
         "password": password if password is not None else unquote(parts.password or ""),
         "connect_timeout": timeout,
-        "read_timeout": 600,
+        "read_timeout": read_timeout,
         "autocommit": True,
     }
     tls = options.get("tls", "")

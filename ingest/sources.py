@@ -41,7 +41,8 @@ def time_zone(zone: str) -> str:
 
 
 class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in django-stubs, not in Django
-    """A file path or glob, or a live mysql.general_log table; uploads are made by uploading."""
+    """A file path or glob (logs, or binlog files), a live mysql.general_log table, or the binary
+    log pulled as a replica; uploads are made by uploading."""
 
     class Meta:
         model = Source
@@ -59,8 +60,10 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             "enabled",
         ]
         help_texts = {
-            "path": "Absolute path or glob: /var/log/mysql/general.log* follows the log and its rotations",
-            "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below)",
+            "path": "Absolute path or glob: /var/log/mysql/general.log* follows the log and its rotations; "
+            "binary logs: /var/lib/mysql/mariadb-bin.[0-9]* with the format binlog",
+            "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below); "
+            "a live general_log table, or the binary log pulled as a replica",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -69,6 +72,7 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
         self.fields["kind"].choices = [
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
             (Source.Kind.MYSQL_TABLE.value, Source.Kind.MYSQL_TABLE.label),
+            (Source.Kind.BINLOG_REPLICA.value, "Binary log pulled from the server as a replica"),
         ]
 
     def clean_timezone(self) -> str:
@@ -109,6 +113,10 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
                 self.add_error("path", problem)
         elif kind == Source.Kind.MYSQL_TABLE and not data.get("dsn"):
             self.add_error("dsn", "Give the DSN of the server whose mysql.general_log to pull.")
+        elif kind == Source.Kind.BINLOG_REPLICA:
+            if not data.get("dsn"):
+                self.add_error("dsn", "Give the DSN of the server whose binary log to pull.")
+            data["format"] = "binlog"  # what it pulls is binlog files, whatever was chosen
         return data
 
 
@@ -200,7 +208,8 @@ def _read_to_end(source: Source, last_run: IngestRun | None) -> bool:
 
     A file given to `manage.py ingest` before it recorded `finished` counts when its SHA-256 was
     recorded: that happens only once the whole file was read."""
-    if source.kind == Source.Kind.MYSQL_TABLE or last_run is None or last_run.status != IngestRun.Status.DONE:
+    live = source.kind in (Source.Kind.MYSQL_TABLE, Source.Kind.BINLOG_REPLICA)
+    if live or last_run is None or last_run.status != IngestRun.Status.DONE:
         return False
     files = source.files.values_list("finished", "device", "sha256")
     return bool(files) and all(done or (device is None and sha) for done, device, sha in files)

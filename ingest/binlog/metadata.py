@@ -209,8 +209,13 @@ def _query(event: Event, fmt: Format) -> _Query:
     return _Query(thread, database, error, text, length)
 
 
-def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | BinlogProblem]:
+def scan(
+    stream: BinaryIO, name: str, *, start: int = 0
+) -> Iterator[BinlogFile | Transaction | BinlogProblem]:
     """The file's transactions in order (a `BinlogFile` first; problems where they occur).
+
+    `start`: a transaction boundary to resume from (a followed file: where the last poll
+    stopped); the format description at position 4 is read first all the same.
 
     Steps, per event:
       1. GTID / BEGIN open a transaction; XID, COMMIT, ROLLBACK and a DDL close it;
@@ -247,7 +252,7 @@ def scan(stream: BinaryIO, name: str) -> Iterator[BinlogFile | Transaction | Bin
     rows_types = r.ROWS_CHANGE
     event_type = Event
     read_header = None
-    for e in expanded(r.read_events(stream)):
+    for e in expanded(r.read_events(stream, start=start)):
         if type(e) is not event_type:
             if isinstance(e, Format):
                 fmt = e

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from ingest.binlog_replica import spool_of
 from ingest.follow import source_ingest_now
 from ingest.models import Chunk, CustodyHead, CustodyLink, IngestRun, Source
 from ingest.sources import SourceForm, source_health
@@ -71,6 +72,7 @@ def source_detail(request: HttpRequest, source_id: int) -> HttpResponse:
         "active": active,
         "files": source.files.order_by("-first_seen_at")[:50],
         "custody_head": CustodyHead.objects.filter(source=source).first(),
+        "spool": spool_of(source) if source.kind == Source.Kind.BINLOG_REPLICA else None,
     }
     return render(request, template, context)
 
