@@ -86,12 +86,25 @@ class RangeForm(forms.Form):
             description="`db.table`, URL-encoded",
             examples=[OpenApiExample("a table", "shop.orders")],
         ),
-        OpenApiParameter("since", OpenApiTypes.DATETIME, required=True, description="ISO 8601, inclusive"),
-        OpenApiParameter("until", OpenApiTypes.DATETIME, required=True, description="ISO 8601, inclusive"),
+        OpenApiParameter(
+            "since",
+            OpenApiTypes.DATETIME,
+            required=True,
+            description="ISO 8601, inclusive (a commit time)",
+            examples=[OpenApiExample("a moment", "2026-11-25T01:22:03Z")],
+        ),
+        OpenApiParameter(
+            "until",
+            OpenApiTypes.DATETIME,
+            required=True,
+            description="ISO 8601, inclusive",
+            examples=[OpenApiExample("a minute later", "2026-11-25T01:23:03Z")],
+        ),
         OpenApiParameter(
             "server",
             str,
             description="Server label; needed only when several servers' binlogs have the table",
+            examples=[OpenApiExample("a server", "db1")],
         ),
     ],
     responses={
