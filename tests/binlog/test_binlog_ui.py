@@ -371,3 +371,87 @@ def test_a_siem_token_reaches_neither_flashback(scene: None, investigator: Any, 
     ):
         assert siem.get(url).status_code == 403, url
     assert siem.get(f"/api/v1/events/?server={SERVER}").status_code == 200  # what it may read
+
+
+# -- case reports ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def reports(
+    scene: None, report_written: Any, investigator: Any, settings: Any, tmp_path: Path, monkeypatch: Any
+) -> dict:
+    """A case pinning a sure update of two rows, an ambiguous delete and a one-row delete; its
+    three reports, with one row per event listed (the rest: the API)."""
+    from investigations.cases import case_create, evidence_pin
+
+    settings.REPORT_DIR = tmp_path / "reports"
+    monkeypatch.setattr("investigations.reports.content.ROWS_PER_EVENT", 1)
+    case = case_create(title="rows", user=investigator)
+    chosen = [
+        next(e for e in SURE if e["change"] == "update" and e["rows_affected"] == 2),
+        next(e for e in DESTRUCTIVE if e["expect"] == "ambiguous"),
+        next(e for e in SURE if e["change"] == "delete" and e["rows_affected"] == 1),
+    ]
+    for entry in chosen:
+        evidence_pin(case=case, event=_event(entry), user=investigator, note="")
+    out = {"chosen": chosen}
+    for fmt in ("json", "csv", "pdf"):
+        report = report_written(case, fmt, investigator)
+        assert report.status == "done", report.error
+        out[fmt] = report.path.read_bytes()
+    return out
+
+
+def test_the_json_report_carries_each_events_rows_bounded_with_the_joins_word(reports: dict) -> None:
+    import json
+
+    body = json.loads(reports["json"])
+    by_event = {e["event_id"]: e for e in body["evidence"]}
+    update, ambiguous, delete = reports["chosen"]
+    got = by_event[_event(update).pk]["binlog"]
+    assert got["confidence"] == "unique_text_and_time" and got["rows_changed"] == 2 and got["rows_total"] == 2
+    assert len(got["rows"]) == 1 and got["rows_not_listed"] == 1
+    assert got["rows"][0]["before"] == update["before"][0] and got["rows"][0]["after"] == update["after"][0]
+    assert got["rows_note"] == f"1 more rows: see the API, /api/v1/events/{_event(update).pk}/rows/"
+    assert got["evidence"]
+    got = by_event[_event(ambiguous).pk]["binlog"]
+    assert got["confidence"] == "ambiguous" and got["rows_changed"] is None  # never as fact
+    got = by_event[_event(delete).pk]["binlog"]
+    assert got["rows"] == [
+        {"table": got["rows"][0]["table"], "change": "delete", "before": delete["before"][0], "after": None}
+    ]
+    assert got["rows_not_listed"] == 0 and got["rows_note"] is None
+
+
+def test_the_csv_report_carries_the_rows_in_columns_of_their_own(reports: dict) -> None:
+    import csv
+    import io
+    import json
+
+    lines = list(csv.DictReader(io.StringIO(reports["csv"].decode("utf-8-sig"))))
+    update, ambiguous, _ = reports["chosen"]
+    line = next(r for r in lines if r["event_id"] == str(_event(update).pk))
+    assert line["rows_changed"] == "2" and line["binlog_confidence"] == "unique_text_and_time"
+    assert json.loads(line["binlog_rows"])[0]["after"] == update["after"][0]
+    assert "1 more rows: see the API" in line["binlog_rows_more"]
+    line = next(r for r in lines if r["event_id"] == str(_event(ambiguous).pk))
+    assert line["rows_changed"] == "" and line["binlog_confidence"] == "ambiguous"
+
+
+def test_the_pdf_report_shows_the_rows_changed_cells_marked(reports: dict, tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if not shutil.which("pdftotext"):
+        pytest.skip("no pdftotext (poppler-utils) to read the PDF back")
+    pdf = tmp_path / "case.pdf"
+    pdf.write_bytes(reports["pdf"])
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, check=True
+    ).stdout.decode()
+    update = reports["chosen"][0]
+    assert "Rows from the binary log: 2 · linked by unique_text_and_time" in text
+    assert "AMBIGUOUS: this statement's or another's, not fact" in text
+    changed = next(c for c in update["before"][0] if update["before"][0][c] != update["after"][0][c])
+    assert f"* {changed}: {update['before'][0][changed]} -> {update['after'][0][changed]}" in text
+    assert f"1 more rows: see the API, /api/v1/events/{_event(update).pk}/rows/" in text
