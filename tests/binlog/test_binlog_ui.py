@@ -5,6 +5,7 @@ and for a time range on one table."""
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -444,7 +445,7 @@ def test_the_pdf_report_shows_the_rows_changed_cells_marked(reports: dict, tmp_p
 
     if not shutil.which("pdftotext"):
         pytest.skip("no pdftotext (poppler-utils) to read the PDF back")
-    pdf = tmp_path / "case.pdf"
+    pdf = Path(os.environ.get("AUDITWEB_SCREENSHOTS") or tmp_path) / "case-rows.pdf"  # to look at
     pdf.write_bytes(reports["pdf"])
     text = subprocess.run(
         ["pdftotext", "-layout", str(pdf), "-"], capture_output=True, check=True
