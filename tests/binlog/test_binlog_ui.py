@@ -456,3 +456,21 @@ def test_the_pdf_report_shows_the_rows_changed_cells_marked(reports: dict, tmp_p
     changed = next(c for c in update["before"][0] if update["before"][0][c] != update["after"][0][c])
     assert f"* {changed}: {update['before'][0][changed]} -> {update['after'][0][changed]}" in text
     assert f"1 more rows: see the API, /api/v1/events/{_event(update).pk}/rows/" in text
+
+
+def test_the_table_at_page_keeps_only_a_page_of_rows_however_many_change() -> None:
+    """The bound of the table at T: whatever the order rows come in, the page holds at most its
+    size plus one, and ends with exactly the smallest keys after the cursor."""
+    import random
+
+    from investigations.query.binlog_state import _Page, _part
+
+    keys = [(_part(n),) for n in range(20_000)]
+    random.Random(21).shuffle(keys)
+    page = _Page(after=(_part(5_000),), size=100)
+    most = 0
+    for key in keys + keys[:5_000]:  # each row changed again later
+        page.get(key)
+        most = max(most, len(page.rows))
+    assert most == 101
+    assert page.keys == [(_part(n),) for n in range(5_001, 5_102)]
