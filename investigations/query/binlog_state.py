@@ -74,6 +74,8 @@ def encode_cursor(key: SortKey) -> str:
 
 
 def decode_cursor(cursor: str) -> SortKey:
+    if len(cursor) > 20_000:  # a link from a page: a key of at most a few columns
+        raise BadStateCursor("This page link is not one AuditWeb gave out: start again from the first page.")
     try:
         parts = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if not isinstance(parts, list) or len(parts) > 1000:
@@ -151,10 +153,13 @@ class StatePage:
     columns: list[str] = field(default_factory=list)
 
 
-def _split(row: RowImage, key_of: Any) -> Iterator[tuple[SortKey, str, dict | None, dict | None]]:
+def _split(row: RowImage, key_of: _KeyOf) -> Iterator[tuple[SortKey, str, dict | None, dict | None]]:
     """(key, change, image before, image after) for each row identity the change touches."""
     if row.change == "update" and row.before is not None and row.after is not None:
-        old, new = key_of(row.before), key_of(row.after)
+        old = key_of(row.before)
+        # Under binlog_row_image=MINIMAL an after image holds only the columns set: without the
+        # key columns, the key did not change.
+        new = key_of(row.after) if row.complete or key_of.holds_key(row.after) else old
         if old == new:
             yield old, "update", row.before, row.after
             return
@@ -227,7 +232,7 @@ def table_at(
             if not columns:
                 named = named_table(tabledef, schema)
                 columns = [c.name or f"@{c.index + 1}" for c in named.columns]
-            key_of = _key_function(key_columns)
+            key_of = _KeyOf(key_columns)
             tx = change.statement.transaction
             ref = ChangeRef(change.statement_id, change.change, tx.commit_time)
             before_t = tx.commit_time <= at
@@ -268,16 +273,20 @@ def table_at(
     )
 
 
-def _key_function(key_columns: list[str]) -> Any:
-    if key_columns:
+class _KeyOf:
+    """A row's identity: its primary key's values, or every column's where there is no key (or
+    the image lacks a key column)."""
 
-        def by_key(image: dict[str, Value]) -> SortKey:
-            if all(k in image for k in key_columns):
-                return tuple(_part(image[k]) for k in key_columns)
-            return tuple(_part(v) for v in image.values())
+    def __init__(self, key_columns: list[str]) -> None:
+        self.key_columns = key_columns
 
-        return by_key
-    return lambda image: tuple(_part(v) for v in image.values())
+    def holds_key(self, image: dict[str, Value]) -> bool:
+        return bool(self.key_columns) and all(k in image for k in self.key_columns)
+
+    def __call__(self, image: dict[str, Value]) -> SortKey:
+        if self.holds_key(image):
+            return tuple(_part(image[k]) for k in self.key_columns)
+        return tuple(_part(v) for v in image.values())
 
 
 def shown_image(image: dict[str, Value] | None) -> dict[str, Any] | None:

@@ -257,6 +257,13 @@ def test_the_table_page_links_the_table_at_page_and_offers_a_range_flashback(
     page = investigator_client.get("/tables/crime.orders/").content.decode()
     assert 'id="table-at-link"' in page and "/api/v1/tables/crime.orders/flashback/" in page
     assert "overwrites any later change" in page
+    # The form's download, as a browser sends it: the page's zone, a logged-in investigator.
+    answer = investigator_client.get(
+        "/api/v1/tables/crime.orders/flashback/",
+        {"server": SERVER, "since": "2026-11-25T01:22:00", "until": "2026-11-25T01:22:09"},
+    )
+    assert answer.status_code == 200 and "START TRANSACTION;" in answer.content.decode()
+    assert "attachment" in answer["Content-Disposition"]
 
 
 # -- flashback for a case and for a time range ----------------------------------------------
@@ -474,3 +481,17 @@ def test_the_table_at_page_keeps_only_a_page_of_rows_however_many_change() -> No
         most = max(most, len(page.rows))
     assert most == 101
     assert page.keys == [(_part(n),) for n in range(5_001, 5_102)]
+
+
+def test_a_minimal_update_without_its_key_in_the_after_image_keeps_the_rows_identity() -> None:
+    from ingest.binlog.images import RowImage
+    from investigations.query.binlog_state import _KeyOf, _part, _split
+
+    key_of = _KeyOf(["id"])
+    minimal = RowImage("db.t", "update", {"id": 7}, {"status": "void"}, complete=False)
+    assert list(_split(minimal, key_of)) == [((_part(7),), "update", {"id": 7}, {"status": "void"})]
+    moved = RowImage("db.t", "update", {"id": 7, "a": 1}, {"id": 8, "a": 1}, complete=True)
+    assert [(k, b, a) for k, _, b, a in _split(moved, key_of)] == [
+        ((_part(7),), {"id": 7, "a": 1}, None),  # the old key is gone
+        ((_part(8),), None, {"id": 8, "a": 1}),  # the new one appears
+    ]
