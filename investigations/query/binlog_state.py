@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 from ingest.binlog.flashback import table_info
 from ingest.binlog.images import RowImage, named_table, row_images, table_of
 from ingest.binlog.metadata import TableChange
-from ingest.binlog.reader import BinlogError, Format, read_format
+from ingest.binlog.reader import BinlogError, Format, read_event_at, read_format
 from ingest.binlog.rows import Value, json_value
 from ingest.binlog_store import open_binlog
 from ingest.models import BinlogChange, BinlogFile, BinlogStatement
@@ -214,6 +214,7 @@ def table_at(
     stopped = False
     error = None
     opened: tuple[int, BinaryIO, Format] | None = None
+    maps: dict[bytes, tuple[_KeyOf, list[str]]] = {}
     try:
         for change in changes.iterator(chunk_size=500):
             binlog = change.statement.transaction.file
@@ -227,12 +228,21 @@ def table_at(
             found = TableChange(
                 change.table, change.change, change.rows, change.table_map_position, list(change.positions)
             )
-            tabledef = table_of(stream, found, fmt)
-            key_columns = list(table_info(tabledef, schema).primary_key)
-            if not columns:
+            # Each transaction writes its own table map, mostly the same bytes: decoded once per
+            # distinct body (the library's decoding is the slow part of a small change).
+            where = read_event_at(stream, change.table_map_position, fmt).body
+            if where not in maps:
+                if len(maps) >= 1_000:  # bounded: a table's maps differ only when it is altered
+                    maps.clear()
+                tabledef = table_of(stream, found, fmt)
                 named = named_table(tabledef, schema)
-                columns = [c.name or f"@{c.index + 1}" for c in named.columns]
-            key_of = _KeyOf(key_columns)
+                maps[where] = (
+                    _KeyOf(list(table_info(tabledef, schema).primary_key)),
+                    [c.name or f"@{c.index + 1}" for c in named.columns],
+                )
+            key_of, table_columns = maps[where]
+            key_columns = key_of.key_columns
+            columns = columns or table_columns
             tx = change.statement.transaction
             ref = ChangeRef(change.statement_id, change.change, tx.commit_time)
             before_t = tx.commit_time <= at
