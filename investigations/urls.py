@@ -59,6 +59,7 @@ urlpatterns = [
     path("sessions/<int:session_id>/", sessions.session_detail, name="session-detail"),
     path("binlog/unexplained/", binlog.binlog_unexplained, name="binlog-unexplained"),
     path("binlog/statements/<int:statement_id>/", binlog.binlog_statement, name="binlog-statement"),
+    path("binlog/table-at/", binlog.table_at, name="table-at"),
     path("tables/", tables.table_list, name="tables"),
     path("tables/<table:name>/", tables.table_detail, name="table-detail"),
     path("sources/", sources.source_list, name="sources"),

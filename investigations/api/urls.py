@@ -11,6 +11,7 @@ from investigations.api import (
     event_detail,
     event_rows,
     events,
+    flashback,
     gaps,
     reports,
     sessions,
@@ -33,6 +34,9 @@ urlpatterns = [
     path("tables/", tables.table_list, name="api-tables"),
     # A table name is any text (dots, and from hostile logs slashes or newlines): URL-encode it.
     re_path(r"^tables/(?P<name>[\s\S]+)/history/$", tables.table_history, name="api-table-history"),
+    re_path(
+        r"^tables/(?P<name>[\s\S]+)/flashback/$", flashback.table_flashback_sql, name="api-table-flashback"
+    ),
     path("gaps/", gaps.gap_list, name="api-gaps"),
     path("sources/", sources.source_list, name="api-sources"),
     path("sources/<int:source_id>/", sources.source_detail, name="api-source"),
@@ -44,6 +48,7 @@ urlpatterns = [
     path("cases/<int:case_id>/evidence/bulk/", cases.case_evidence_bulk, name="api-case-evidence-bulk"),
     path("cases/<int:case_id>/evidence/<int:event_id>/", cases.case_evidence_remove, name="api-unpin"),
     path("cases/<int:case_id>/notes/", cases.case_notes, name="api-case-notes"),
+    path("cases/<int:case_id>/flashback/", flashback.case_flashback_sql, name="api-case-flashback"),
     path("cases/<int:case_id>/reports/", reports.case_reports, name="api-case-reports"),
     path("reports/<int:report_id>/", reports.report_detail, name="api-report"),
     path("reports/<int:report_id>/download/", reports.report_download, name="api-report-download"),

@@ -11,9 +11,9 @@ import re
 from typing import Any
 
 import django_filters
-from django.db.models import F, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import CharField, F, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import MD5, Coalesce, NullIf, Right, Upper
+from django.db.models.functions import MD5, Cast, Coalesce, LPad, NullIf, Right, Upper
 
 from ingest.models import BinlogStatement, Event
 from investigations.query.fields import BigIntegerFilter, BooleanFilter, TimeFilter
@@ -46,6 +46,26 @@ SORT_KEYS: dict[str, object] = {
     "database": Coalesce("database", Value("")),
     "type": Coalesce(NullIf("statement_type", Value("")), "command"),  # as the Type column shows it
     "table": Coalesce(F("tables__0"), Value("")),  # the first table the statement names
+    # The rows linked to it for sure (rows_changed), zero-padded so that text order is number
+    # order; '' where none are (no binlog, nothing changed, or only ambiguously its): last when
+    # the biggest come first.
+    "rows": Coalesce(
+        LPad(
+            Cast(
+                Subquery(
+                    BinlogStatement.objects.filter(event_id=OuterRef("id"))
+                    .order_by()
+                    .values("event_id")
+                    .annotate(n=Sum("rows"))
+                    .values("n")
+                ),
+                CharField(),
+            ),
+            20,
+            Value("0"),
+        ),
+        Value(""),
+    ),
 }
 DEFAULT_SORT = "-time"
 SORT_CHOICES = [(f"{sign}{key}", f"{key} {order}") for key in SORT_KEYS

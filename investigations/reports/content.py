@@ -15,15 +15,47 @@ from typing import Any
 
 from django.db.models import F, Q
 
-from ingest.models import Event, Gap, IngestRun, SourceFile
+from ingest.models import BinlogStatement, Event, Gap, IngestRun, SourceFile
 from investigations.models import Case, CaseNote, Evidence, Report, SavedFilter
+from investigations.query.binlog import (
+    RowsUnavailable,
+    confidence_of,
+    rows_changed_of,
+    rows_page,
+    statements_of,
+)
 
 CHUNK = 500  # evidence rows (and their events) fetched at a time
+ROWS_PER_EVENT = 20  # binlog rows a report gives of one event; the API has them all
 LISTED_MAX = 1000  # gaps, source files and ingest runs listed; beyond that the report says how many more
 
 AS_PINNED = "as pinned"
 CHANGED = "changed since pinned"
 MISSING = "missing from the store"
+
+
+@dataclass(frozen=True)
+class EventRows:
+    """The rows an event's binlog statements changed, bounded (ROWS_PER_EVENT), with the join's word."""
+
+    rows_changed: int | None  # as the API's: null where it may be another account's
+    confidence: str | None
+    evidence: list[str]
+    statements: list[dict[str, Any]]  # binlog file, position, rows, confidence, candidates
+    total: int
+    rows: list[dict[str, Any]]  # as /rows/ gives them: table, change, before, after
+    error: str | None = None  # the binlog file cannot be read any more
+
+    @property
+    def more(self) -> int:
+        return max(0, self.total - len(self.rows))
+
+    @property
+    def sure(self) -> bool:
+        return self.confidence in BinlogStatement.SURE
+
+    def more_note(self, event_id: int) -> str:
+        return f"{self.more:,} more rows: see the API, /api/v1/events/{event_id}/rows/" if self.more else ""
 
 
 @dataclass
@@ -33,6 +65,7 @@ class Item:
     number: int
     pin: Evidence
     event: Event | None
+    rows: EventRows | None = None  # from the binary log (None: no binlog statement is tied to it)
 
     @property
     def integrity(self) -> str:
@@ -90,11 +123,62 @@ def evidence_items(case: Case, chunk: int = CHUNK) -> Iterator[Item]:
             id__in=[p.event_id for p in batch]
         )
         by_id = {e.id: e for e in events}
+        rows = _rows_of(list(by_id.values()))
         for pin in batch:
             number += 1
-            yield Item(number=number, pin=pin, event=by_id.get(pin.event_id))
+            yield Item(number=number, pin=pin, event=by_id.get(pin.event_id), rows=rows.get(pin.event_id))
         last = batch[-1]
         after = (last.event_occurred_at, last.event_id)
+
+
+def _rows_of(events: list[Event]) -> dict[int, EventRows]:
+    """The binlog rows of the events of a chunk that have any: one query finds which do."""
+    ids = [e.pk for e in events]
+    with_rows: set[int] = set()
+    for event_id, candidates in BinlogStatement.objects.filter(
+        Q(event_id__in=ids) | Q(candidates__overlap=ids)
+    ).values_list("event_id", "candidates"):
+        with_rows |= {event_id, *candidates} & set(ids)
+    out: dict[int, EventRows] = {}
+    for e in events:
+        if e.pk in with_rows:
+            out[e.pk] = event_rows(e)
+    return out
+
+
+def event_rows(event: Event) -> EventRows:
+    statements = statements_of(event)
+    evidence: list[str] = []
+    for s in statements:
+        evidence += [x for x in s.evidence if x not in evidence]
+    brief = [
+        {
+            "binlog_file": s.transaction.file_name,
+            "position": s.transaction.start,
+            "gtid": s.transaction.gtid,
+            "thread_id": s.thread_id,
+            "committed_at": s.transaction.commit_time,
+            "rows": s.rows,
+            "confidence": s.confidence,
+            "candidates": list(s.candidates),
+        }
+        for s in statements
+    ]
+    total = sum(s.rows for s in statements)
+    error, rows = None, []
+    try:
+        rows = rows_page(statements, offset=0, limit=ROWS_PER_EVENT).rows
+    except RowsUnavailable as e:
+        error = str(e)
+    return EventRows(
+        rows_changed=rows_changed_of([event])[event.pk],
+        confidence=confidence_of(statements),
+        evidence=evidence,
+        statements=brief,
+        total=total,
+        rows=rows,
+        error=error,
+    )
 
 
 def after_pin(occurred_at: datetime | None, event_id: int) -> Q:

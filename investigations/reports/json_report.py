@@ -108,6 +108,19 @@ def evidence_entry(item: content.Item) -> dict[str, Any]:
             "file_size": e.source_file.size,
         },
     )
+    if item.rows is not None:
+        r = item.rows
+        entry["binlog"] = {
+            "rows_changed": r.rows_changed,
+            "confidence": r.confidence,
+            "evidence": r.evidence,
+            "statements": r.statements,
+            "rows_total": r.total,
+            "rows": r.rows,
+            "rows_not_listed": r.more,
+            "rows_note": r.more_note(e.id) or None,
+            "error": r.error,
+        }
     return entry
 
 

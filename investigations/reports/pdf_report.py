@@ -585,6 +585,8 @@ def evidence_cells(item: content.Item) -> list[Any]:
         MonoBlock(printable_latin1(sql) + cut, size=7.5, leading=9.2, back=SQL_BACK, space=(2, 3)),
         MonoBlock(printable_latin1(prov), size=6.6, leading=8.3, color=MUTED),
     ]
+    if item.rows is not None:
+        right += rows_flowables(item.rows, e.id)
     if item.integrity != content.AS_PINNED:
         right.append(
             _p(
@@ -594,6 +596,60 @@ def evidence_cells(item: content.Item) -> list[Any]:
             )
         )
     return [str(item.number), left, [*right, *note]]
+
+
+ROW_VALUE_SHOWN = 120  # characters of one value in the PDF (the JSON report and the API have it whole)
+
+
+def _value(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    text = "base64 " + str(next(iter(value.values()), "")) if isinstance(value, dict) else str(value)
+    return text if len(text) <= ROW_VALUE_SHOWN else text[:ROW_VALUE_SHOWN] + "..."
+
+
+def row_lines(row: dict[str, Any]) -> list[str]:
+    """One binlog row as text: its change and table, then a line per column; an UPDATE's changed
+    columns marked * with before -> after."""
+    before, after = row["before"], row["after"]
+    lines = [f"{row['change']} {row['table']}"]
+    for column in before or after or {}:
+        if before is not None and after is not None:
+            old, new = before.get(column), after.get(column)
+            if old != new:
+                lines.append(f" * {column}: {_value(old)} -> {_value(new)}")
+            else:
+                lines.append(f"   {column}: {_value(old)}")
+        else:
+            lines.append(f"   {column}: {_value((before or after or {}).get(column))}")
+    return lines
+
+
+def rows_flowables(rows: content.EventRows, event_id: int) -> list[Flowable]:
+    """The rows an event changed, from the binary log: the join's confidence and evidence, the
+    first rows (before and after by column), and how many more the API has."""
+    if rows.sure:
+        head = f"Rows from the binary log: {rows.total:,} · linked by {rows.confidence}"
+    elif rows.confidence == "ambiguous":
+        head = (
+            f"Rows from the binary log: {rows.total:,} · AMBIGUOUS: this statement's or another's, not fact"
+        )
+    else:
+        head = (
+            f"Rows from the binary log: {rows.total:,} · {rows.confidence}: possibly its routine's, not fact"
+        )
+    flow: list[Flowable] = [TextLines([(head, "Helvetica-Bold", 7.5, INK if rows.sure else DANGER)])]
+    if rows.evidence:
+        flow.append(MonoBlock(printable_latin1("; ".join(rows.evidence)), size=6.4, leading=8, color=MUTED))
+    if rows.error:
+        flow.append(_p(esc(f"The rows cannot be read: {rows.error}"), "warn"))
+    lines = [line for row in rows.rows for line in row_lines(row)]
+    if lines:
+        text = printable_latin1("\n".join(lines))
+        flow.append(MonoBlock(text, size=6.6, leading=8.2, back=SQL_BACK, space=(2, 2)))
+    if rows.more:
+        flow.append(_p(esc(rows.more_note(event_id)), "note"))
+    return flow
 
 
 def evidence_tables(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import sqlparse
 from django import template
@@ -45,6 +45,12 @@ def moment(when: datetime | None, precision: str = "seconds") -> SafeString:
 def local_input(when: datetime | None) -> str:
     """The value of a datetime-local input: the time in the page's zone, to the second."""
     return timezone.localtime(when).strftime("%Y-%m-%dT%H:%M:%S") if when else ""
+
+
+@register.filter
+def before_second(when: datetime | None) -> datetime | None:
+    """The second before `when` (the binlog's times are whole seconds): "just before" a statement."""
+    return when - timedelta(seconds=1) if when else None
 
 
 @register.filter

@@ -32,7 +32,7 @@ def sort_header(context: template.Context, key: str, label: str) -> SafeString:
         sign = "" if current.startswith("-") else "-"
         aria, arrow = _ARIA["-" if current.startswith("-") else ""], "▼" if current.startswith("-") else "▲"
     else:
-        sign = "-" if key == "time" else ""  # time starts newest first, text columns A to Z
+        sign = "-" if key in ("time", "rows") else ""  # newest, biggest first; text columns A to Z
         aria, arrow = "none", ""
     params["sort"] = f"{sign}{key}"
     if params["sort"] == "-time":

@@ -40,6 +40,7 @@ from investigations.forms import (
     SaveSearchForm,
 )
 from investigations.models import Case, Evidence, Report
+from investigations.query.binlog_flashback import case_binlog_rows
 from investigations.reports import content
 from investigations.reports.generate import report_file, report_request
 from investigations.roles import Role, role_required
@@ -122,6 +123,7 @@ def case_detail(request: HttpRequest, case_id: int) -> HttpResponse:
         filter_form=SavedFilterForm(),
         report_formats=Report.Format.choices,
         destructive=Evidence.objects.filter(case=case, event__destructive=True).count(),
+        binlog_rows=case_binlog_rows(case.pk),
     )
     return render(request, "investigations/case_detail.html", context)
 

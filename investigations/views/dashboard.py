@@ -12,6 +12,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from ingest.models import Event, IngestRun, Source
 from ingest.sources import source_health, source_state_counts
+from investigations.query.blast import largest_destructive
 from investigations.query.filters import filter_events
 from investigations.query.gaps import recent_gaps
 from investigations.roles import Role, role_required
@@ -19,6 +20,10 @@ from investigations.views.shared import htmx_template
 
 DASHBOARD_NEWEST = 10
 ACTIVE_RUNS = (IngestRun.Status.QUEUED, IngestRun.Status.RUNNING)
+# The periods of the largest destructive statements (by rows changed): `?period=`, default 7 days.
+PERIODS = {"24h": ("24 hours", timedelta(days=1)), "7d": ("7 days", timedelta(days=7)),
+           "30d": ("30 days", timedelta(days=30)), "all": ("all time", None)}  # fmt: skip
+LARGEST_SHOWN = 10
 WATCHED = {"Destructive": {"destructive": "true"}, "Anti-forensic": {"flag": "anti_forensic"}}
 
 
@@ -45,6 +50,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     newest = filter_events({"destructive": "true"}).qs.filter(occurred_at__isnull=False).defer("raw")
     anti = filter_events({"flag": "anti_forensic"}).qs.filter(occurred_at__isnull=False).defer("raw")
     sources = [(s, source_health(s)) for s in Source.objects.order_by("name")]
+    period = request.GET.get("period", "7d")
+    period = period if period in PERIODS else "7d"
+    label, span = PERIODS[period]
+    largest = largest_destructive(timezone.now() - span if span else None, LARGEST_SHOWN)
     runs = IngestRun.objects.filter(status__in=ACTIVE_RUNS).select_related("source", "source_file")
     context = {
         "counts": _recent_counts(timezone.now()),
@@ -56,6 +65,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "source_states": source_state_counts(h for _, h in sources),
         "runs": runs.order_by("started_at"),
         "has_events": Event.objects.exists(),
+        "largest": largest,
+        "period": period,
+        "period_label": label,
+        "periods": [(key, name) for key, (name, _) in PERIODS.items()],
     }
     return render(request, htmx_template(request, "investigations/dashboard.html", "running"), context)
 

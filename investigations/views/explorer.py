@@ -15,6 +15,7 @@ from django.views.decorators.vary import vary_on_headers
 from ingest.models import Event
 from investigations import trail
 from investigations.middleware import TZ_COOKIE, zone_named
+from investigations.query.blast import mark_rows
 from investigations.query.filters import FLAGS, EventFilter, filter_events
 from investigations.query.limits import TooSlow, count_upto, time_limit
 from investigations.query.pages import BadCursor, Page, sorted_page
@@ -99,6 +100,7 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
         if flt.sort_order.lstrip("-") != "time":
             found["error"] += " (Sorting by a column other than time reads every matching event.)"
         return found
+    mark_rows(found["page"].items)
     if params.get("cursor"):
         return found  # older pages: the count and the chart are the first page's
     since, until = flt.form.cleaned_data.get("since"), flt.form.cleaned_data.get("until")
@@ -175,6 +177,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
         "range_resolved": picked.url is not None,
         "count_limit": COUNT_LIMIT,
         "sortable": True,
+        "rows_column": True,
         "sort": flt.sort_order,
     }
     return picked.push(

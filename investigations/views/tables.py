@@ -12,6 +12,8 @@ from django.views.decorators.vary import vary_on_headers
 from ingest.models import Event
 from investigations.models import TableSeen
 from investigations.query.binlog import unexplained
+from investigations.query.binlog_state import servers_of
+from investigations.query.blast import mark_rows
 from investigations.query.filters import filter_events
 from investigations.query.limits import count_upto
 from investigations.query.pages import BadCursor, keyset_page
@@ -52,6 +54,7 @@ def table_detail(request: HttpRequest, name: str) -> HttpResponse:
         try:
             events = flt.qs.select_related("session").defer("raw", "fingerprint")
             page = keyset_page(events, request.GET.get("cursor"), HISTORY_PAGE)
+            mark_rows(page.items)
         except BadCursor as e:
             error = str(e)
     next_query = None
@@ -80,6 +83,9 @@ def table_detail(request: HttpRequest, name: str) -> HttpResponse:
         "earlier_names": renamed_from(name) if "." in name else [],
         # Binlog rows of this table no statement explains (a replica, a routine, a scheduled job).
         "unexplained": unexplained(table=name).count() if "." in name else 0,
+        "rows_column": True,
+        # The table as it was at a time, from the binlog: offered where its binlogs changed rows.
+        "binlog_servers": servers_of(name) if "." in name else [],
     }
     return render(request, htmx_template(request, "investigations/table_detail.html", "history"), context)
 

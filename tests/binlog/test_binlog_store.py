@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -274,7 +275,8 @@ def test_the_event_page_shows_an_updates_rows_with_the_changed_cells_marked(
         for column in b
         if b[column] != a[column]
     )
-    assert changed and section.count('class="mono changed"') == 2 * changed  # in before and after
+    # Side by side: each changed cell marked in the before image and in the after image.
+    assert changed and len(re.findall(r'class="mono changed[ "]', section)) == 2 * changed
     assert "the only statement with this text at that moment" in section
 
 
@@ -382,7 +384,7 @@ def test_rows_no_statement_explains_stay_visible(scene: None, investigator_clien
     assert f'href="/events/{_event(call).pk}/"' in listing  # the CALL it may belong to
     page = investigator_client.get(f"/binlog/statements/{body.pk}/").content.decode()
     assert "no statement explains it" in page
-    assert page.count('<tr class="before">') == call["rows_affected"]
+    assert page.count('<tr class="delete">') == call["rows_affected"]
     assert (
         investigator_client.get("/binlog/unexplained/?server=elsewhere")
         .content.decode()
