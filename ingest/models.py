@@ -365,6 +365,7 @@ class Gap(models.Model):
         RESTART = "restart", "server restart"
         TIME_BACKWARDS = "time_backwards", "clock went backwards"
         SEQUENCE = "sequence", "records missing: the log's own counter jumped"
+        PURGED = "purged", "audit records purged from the trail"
 
     server = models.CharField(max_length=200)
     reason = models.CharField(max_length=20, choices=Reason.choices)
