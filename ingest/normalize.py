@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ingest.events import EventRecord, FlagCorrection, GapRecord, SessionInfo
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 from ingest.oracle import OracleWatch, classify_oracle_events
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 from ingest.postgres import PgAuditWatch, classify_postgres_events
 from ingest.sql import classify, log_switches, use_database
 from ingest.sql.prepared import deallocated_name, executed_name, prepared_text
