@@ -24,6 +24,7 @@ class Source(models.Model):
     class Kind(models.TextChoices):
         FILE = "file"
         MYSQL_TABLE = "mysql-table", "mysql.general_log table"
+        ORACLE_TABLE = "oracle-table", "Oracle UNIFIED_AUDIT_TRAIL"
         UPLOAD = "upload"
 
     name = models.CharField(max_length=200, unique=True)
@@ -68,6 +69,11 @@ class Source(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def pulls_rows(self) -> bool:
+        """Whether this source pulls rows of a live table (its runs count rows, not bytes)."""
+        return self.kind in (Source.Kind.MYSQL_TABLE, Source.Kind.ORACLE_TABLE)
 
 
 class SourceFile(models.Model):

@@ -60,7 +60,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
         ]
         help_texts = {
             "path": "Absolute path or glob: /var/log/mysql/general.log* follows the log and its rotations",
-            "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below)",
+            "dsn": "mysql://USER@HOST:PORT, or oracle://USER@HOST:PORT/SERVICE (no password: the worker"
+            " reads it from the variable below)",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -69,6 +70,7 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
         self.fields["kind"].choices = [
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
             (Source.Kind.MYSQL_TABLE.value, Source.Kind.MYSQL_TABLE.label),
+            (Source.Kind.ORACLE_TABLE.value, Source.Kind.ORACLE_TABLE.label),
         ]
 
     def clean_timezone(self) -> str:
@@ -78,8 +80,10 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
         dsn = self.cleaned_data["dsn"].strip()
         if dsn:
             parts = urlsplit(dsn)
-            if parts.scheme != "mysql" or not parts.hostname:
-                raise forms.ValidationError("Give mysql://USER@HOST[:PORT].")
+            if parts.scheme not in ("mysql", "oracle") or not parts.hostname:
+                raise forms.ValidationError(
+                    "Give mysql://USER@HOST[:PORT] or oracle://USER@HOST[:PORT]/SERVICE."
+                )
             if parts.password:
                 raise forms.ValidationError(
                     "No password in the DSN: it would be stored. Put it in the worker's environment "
@@ -109,6 +113,12 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
                 self.add_error("path", problem)
         elif kind == Source.Kind.MYSQL_TABLE and not data.get("dsn"):
             self.add_error("dsn", "Give the DSN of the server whose mysql.general_log to pull.")
+        elif kind == Source.Kind.ORACLE_TABLE:
+            dsn = str(data.get("dsn") or "")
+            if not dsn.startswith("oracle://") or not urlsplit(dsn).path.strip("/"):
+                self.add_error(
+                    "dsn", "Give oracle://USER@HOST[:PORT]/SERVICE of the database whose trail to pull."
+                )
         return data
 
 
@@ -200,7 +210,7 @@ def _read_to_end(source: Source, last_run: IngestRun | None) -> bool:
 
     A file given to `manage.py ingest` before it recorded `finished` counts when its SHA-256 was
     recorded: that happens only once the whole file was read."""
-    if source.kind == Source.Kind.MYSQL_TABLE or last_run is None or last_run.status != IngestRun.Status.DONE:
+    if source.pulls_rows or last_run is None or last_run.status != IngestRun.Status.DONE:
         return False
     files = source.files.values_list("finished", "device", "sha256")
     return bool(files) and all(done or (device is None and sha) for done, device, sha in files)
