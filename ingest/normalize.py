@@ -1323,10 +1323,9 @@ class GapFinder:
             found = self._see(item)  # (MySQL's switches match no Oracle statement)
             found += self.oracle.see(item)
             yield from found
-        gaps = self.oracle.open_gaps()
-        if gaps:  # nothing re-enabled them in this file or pull
-            self.oracle.off = {}
-            yield from gaps
+        # Nothing re-enabled these in this file or pull: stored open. The state keeps them, so
+        # that a later pull (or file of the same source) closes them (commit._close_gap).
+        yield from self.oracle.open_gaps()
 
     def open_gap(self) -> GapRecord | None:
         """The logging-off gap nothing has closed yet, as it stands now (the state keeps it, so a

@@ -148,7 +148,9 @@ class OraclePuller:
                     self.rows_read += 1
                     raw, values = row_bytes(columns, row)
                     key = _key(values)
-                    item = row_record(values, line=self.rows_read, offset=0, raw=raw)
+                    # A row has no byte position: its natural key (hashed, 60 bits) stands for
+                    # one, the same in every pull, so that its gaps and record hash are too.
+                    item = row_record(values, line=1, offset=int(key[:15], 16), raw=raw)
                     when = getattr(item, "occurred_at", None)
                     if when is not None:
                         when = when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -64,7 +64,7 @@ def _records(lines: Iterable[bytes], offset: int, line: int) -> Iterator[tuple[i
         yield start, start_line, b"".join(parts), too_long
 
 
-def _row(raw: bytes) -> list[str] | str:
+def csv_fields(raw: bytes) -> list[str] | str:
     """The fields of one record, or why it is none."""
     text = raw.decode("utf-8", "surrogateescape").rstrip("\r\n")
     try:
@@ -103,10 +103,10 @@ def _parse(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterat
                     " from its first line",
                 )
                 return
-            header = _row(raw.lstrip(b"\xef\xbb\xbf"))
+            header = csv_fields(raw.lstrip(b"\xef\xbb\xbf"))
             columns = [c.upper() for c in header] if isinstance(header, list) else []
             continue
-        fields = _row(raw)
+        fields = csv_fields(raw)
         if isinstance(fields, str):
             yield Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], fields)
             continue

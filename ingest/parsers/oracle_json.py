@@ -41,7 +41,7 @@ def recognise(head: bytes) -> bool:
     return _HEAD_RE.match(body) is not None and b'"ACTION_NAME"' in body.upper()
 
 
-def _loads(data: bytes) -> Any:
+def loads(data: bytes) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -199,7 +199,7 @@ class _Scanner:
             )
             return
         try:
-            value = _loads(raw)
+            value = loads(raw)
         except (ValueError, RecursionError) as error:
             yield Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not valid JSON: {error}")
             return

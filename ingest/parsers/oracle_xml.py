@@ -117,7 +117,7 @@ def _fields(element: ET.Element) -> dict[str, object]:
     return row
 
 
-def _record(raw: bytes, offset: int, line: int) -> Item:
+def xml_record(raw: bytes, offset: int, line: int) -> Item:
     if b"<!" in raw:
         return Problem(
             line, offset, raw[:PROBLEM_EXCERPT_BYTES], "a record holding a DTD or declaration is refused"
@@ -204,7 +204,7 @@ def _parse(lines: Iterable[bytes], offset: int, line: int) -> Iterator[Item]:
                         f"record longer than {MAX_RECORD_BYTES} bytes",
                     )
                 else:
-                    yield _record(raw, *at)
+                    yield xml_record(raw, *at)
         offset += len(chunk)
         line += chunk.count(b"\n")
     if record is not None:
