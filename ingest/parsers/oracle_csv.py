@@ -38,6 +38,11 @@ def recognise(head: bytes) -> bool:
     return b'"ACTION_NAME"' in first and (b'"EVENT_TIMESTAMP_UTC"' in first or b'"EVENT_TIMESTAMP"' in first)
 
 
+def structure(line: bytes) -> bool:
+    """Whether a line is the export's own structure, no row: the header, SQLcl's feedback, blank."""
+    return not line.strip() or _FEEDBACK_RE.match(line) is not None or _HEADER_RE.match(line) is not None
+
+
 def _records(lines: Iterable[bytes], offset: int, line: int) -> Iterator[tuple[int, int, bytes, bool]]:
     """(offset, first line, raw bytes, too long) of each CSV record, by quote parity."""
     parts: list[bytes] = []

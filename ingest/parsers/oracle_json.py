@@ -41,6 +41,14 @@ def recognise(head: bytes) -> bool:
     return _HEAD_RE.match(body) is not None and b'"ACTION_NAME"' in body.upper()
 
 
+def structure(line: bytes) -> bool:
+    """Whether a line is the document's own structure, no row: the columns' head, `[`, `]}]}`."""
+    body = line.strip()
+    if not body.strip(b"{}[],:") or b'"results"' in body or b'"columns"' in body:
+        return True
+    return b'"name":' in body and b'"type":' in body  # the columns' list (the trail has no such column)
+
+
 def loads(data: bytes) -> Any:
     try:
         return orjson.loads(data)
@@ -63,6 +71,7 @@ class _Scanner:
         self.offset, self.line = offset, line
         self.mode = "head" if offset == 0 else "between"
         self.head = bytearray()
+        self.head_at = (offset, line)  # where the bytes before "items" began
         self.row: list[bytes] = []
         self.row_size = 0
         self.row_at = (0, 0)
@@ -82,9 +91,8 @@ class _Scanner:
                 line, offset, b"".join(self.row)[:PROBLEM_EXCERPT_BYTES], "unfinished row at the end"
             )
         elif self.mode == "head" and self.head.strip(b" \t\r\n]}"):  # (not the document's close)
-            yield Problem(
-                self.line, self.offset, bytes(self.head[:PROBLEM_EXCERPT_BYTES]), 'no "items" array'
-            )
+            offset, line = self.head_at
+            yield Problem(line, offset, bytes(self.head[:PROBLEM_EXCERPT_BYTES]), 'no "items" array')
 
     def _line_at(self, chunk: bytes, pos: int) -> int:
         return self.line + chunk.count(b"\n", 0, pos)
@@ -93,19 +101,29 @@ class _Scanner:
         pos, n = 0, len(chunk)
         while pos < n:
             if self.mode == "head":
+                if not self.head:
+                    self.head_at = (self.offset + pos, self._line_at(chunk, pos))
                 self.head += chunk[pos:]
                 m = _ITEMS_RE.search(self.head)
                 if m is None:
                     if len(self.head) > MAX_HEAD_BYTES:
                         yield Problem(
-                            self.line,
-                            self.offset,
+                            self.head_at[1],
+                            self.head_at[0],
                             bytes(self.head[:PROBLEM_EXCERPT_BYTES]),
                             'no "items" array',
                         )
                         self.head = bytearray()
                     return
                 pos = n - (len(self.head) - m.end())
+                before = bytes(self.head[: m.start()]).lstrip(b"\xef\xbb\xbf").lstrip()
+                if _HEAD_RE.match(before) is None and not before.startswith((b"}", b",")):
+                    # Not the document's head (nor a next result's, after `]}`): reported, and
+                    # the rows after it read all the same.
+                    offset, line = self.head_at
+                    yield Problem(
+                        line, offset, before[:PROBLEM_EXCERPT_BYTES], "not the head of a SQLcl JSON export"
+                    )
                 self.head = bytearray()
                 self.mode = "between"
                 continue

@@ -91,6 +91,11 @@ _BETWEEN = re.compile(
 )
 
 
+def structure(line: bytes) -> bool:
+    """Whether a line is the file's own envelope, no record: declaration, <Audit>, <Version>."""
+    return _BETWEEN.fullmatch(line) is not None
+
+
 def recognise(head: bytes) -> bool:
     """An XML audit file: `<Audit` of the dbserver_audittrail schema, or an `<AuditRecord>`."""
     body = head[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
