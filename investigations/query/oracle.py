@@ -63,8 +63,19 @@ def oracle_facts(event: Event) -> OracleFacts | None:
     source = event.source_file.source
     raw = bytes(event.raw)
     shape = raw.lstrip()[:13]
-    if not is_oracle(source) and not (source.format == AUTO and shape.startswith((b"{", b"<AuditRecord>"))):
-        return None
+    header = None
+    if not is_oracle(source):
+        if source.format != AUTO:
+            return None
+        # Recognised when read: a JSON row or an XML record of Oracle's, or a row of a file whose
+        # head is a SQLcl CSV export's.
+        if shape.startswith(b"{"):
+            if b'"event_timestamp_utc"' not in raw.lower() or b'"action_name"' not in raw.lower():
+                return None
+        elif not shape.startswith(b"<AuditRecord>"):
+            header = _csv_header(event.source_file.path)
+            if header is None:
+                return None
     record = None
     missing = False
     if shape.startswith(b"{"):
@@ -77,7 +88,7 @@ def oracle_facts(event: Event) -> OracleFacts | None:
     elif shape.startswith(b"<AuditRecord>"):
         record = xml_record(raw, event.byte_offset, event.line)
     else:
-        header = _csv_header(event.source_file.path)
+        header = header or _csv_header(event.source_file.path)
         fields = csv_fields(raw)
         if header is None:
             missing = True
