@@ -21,8 +21,8 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ingest.parsers.oracle_audit import NATURAL_KEY, row_record
-from ingest.parsers.records import LogRecord, Problem, ServerStart, out_of_range
+from ingest.parsers.oracle_audit import MAX_RECORD_BYTES, NATURAL_KEY, row_record
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, LogRecord, Problem, ServerStart, out_of_range
 
 __all__ = ["QUERY", "OraclePuller", "connect", "row_bytes"]
 
@@ -150,7 +150,12 @@ class OraclePuller:
                     key = _key(values)
                     # A row has no byte position: its natural key (hashed, 60 bits) stands for
                     # one, the same in every pull, so that its gaps and record hash are too.
-                    item = row_record(values, line=1, offset=int(key[:15], 16), raw=raw)
+                    position = int(key[:15], 16)
+                    if len(raw) > MAX_RECORD_BYTES:  # a huge CLOB: the row is a problem, kept in part
+                        reason = f"row longer than {MAX_RECORD_BYTES} bytes ({len(raw)})"
+                        item = Problem(1, position, raw[:PROBLEM_EXCERPT_BYTES], reason)
+                    else:
+                        item = row_record(values, line=1, offset=position, raw=raw)
                     when = getattr(item, "occurred_at", None)
                     if when is not None:
                         when = when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -34,7 +34,6 @@ from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, LogRecord, Problem, Se
 __all__ = [
     "COLUMNS",
     "DIALECT",
-    "MAX_FIELD_CHARS",
     "MAX_RECORD_BYTES",
     "NATURAL_KEY",
     "parse_time",
@@ -45,9 +44,8 @@ __all__ = [
 # The SQL a server of these formats runs is Oracle's: ingest.dialects.oracle classifies it.
 DIALECT = "oracle"
 # A record holds at most this many bytes (SQL_TEXT is a CLOB: a hostile or huge statement is a
-# Problem, not a stall), and each field at most this many characters once decoded.
+# Problem, not a stall); the exports' scanners and the pull check it before a row is read.
 MAX_RECORD_BYTES = 8 << 20
-MAX_FIELD_CHARS = 4 << 20
 
 # The documented columns of UNIFIED_AUDIT_TRAIL that AuditWeb reads (Oracle Database Reference,
 # "UNIFIED_AUDIT_TRAIL"); an export may hold any subset in any order, and others are kept as is.
@@ -200,14 +198,13 @@ def _int(text: str | None) -> int | None:
 
 
 def _text(value: object) -> str | None:
-    """A field's text: None for NULL (absent, JSON null, an empty CSV field), at most
-    MAX_FIELD_CHARS characters."""
+    """A field's text: None for NULL (absent, JSON null, an empty CSV field)."""
     if value is None:
         return None
     text = value if isinstance(value, str) else str(value)
     if text == "":
         return None
-    return text[:MAX_FIELD_CHARS]
+    return text
 
 
 def row_record(
