@@ -151,12 +151,11 @@ class OraclePuller:
                     # A row has no byte position: its natural key (hashed, 60 bits) stands for
                     # one, the same in every pull, so that its gaps and record hash are too.
                     position = int(key[:15], 16)
+                    item = row_record(values, line=1, offset=position, raw=raw)
+                    when = getattr(item, "occurred_at", None)
                     if len(raw) > MAX_RECORD_BYTES:  # a huge CLOB: the row is a problem, kept in part
                         reason = f"row longer than {MAX_RECORD_BYTES} bytes ({len(raw)})"
                         item = Problem(1, position, raw[:PROBLEM_EXCERPT_BYTES], reason)
-                    else:
-                        item = row_record(values, line=1, offset=position, raw=raw)
-                    when = getattr(item, "occurred_at", None)
                     if when is not None:
                         when = when if when.tzinfo else when.replace(tzinfo=UTC)
                         self._window.append((when, key))

@@ -123,6 +123,18 @@ def test_a_pull_reads_at_most_max_rows_and_the_next_goes_on() -> None:
     assert len(seen) == len(set(seen)) == len(ROWS)
 
 
+def test_a_huge_row_is_a_problem_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ingest import oracle_table
+    from ingest.parsers.records import Problem
+
+    monkeypatch.setattr(oracle_table, "MAX_RECORD_BYTES", 4096)
+    trail = FakeTrail([dict(ROWS[3], SQL_TEXT="DELETE FROM t WHERE x IN (" + "1," * 5000 + "1)"), ROWS[4]])
+    got, mark = pull(trail, None)
+    assert isinstance(got[0], Problem) and len(got[0].raw) == 2048 and "row longer than 4096" in got[0].reason
+    assert got[1].extra["action_name"] == "UPDATE"
+    assert pull(trail, mark)[0] == []
+
+
 def test_the_watermark_after_a_pull_stopped_half_way_keeps_the_old_window() -> None:
     trail = FakeTrail(ROWS)
     _, mark = pull(trail, None)
