@@ -52,11 +52,42 @@ def classify_oracle_events(
             item.flags |= verdict.flags
             item.fingerprint = fingerprint(item.sql) if item.sql else ""
         if item.command == "Query":
-            schema, name = extra.get("object_schema"), extra.get("object_name")
-            item.tables = (f"{schema}.{name}",) if schema and name else ()
+            item.tables = _tables(extra, item.sql, item.statement_type)
             if extra.get("sql_binds") and masked_binds(item.sql, extra["sql_binds"]) != extra["sql_binds"]:
                 item.flags.add("secret_masked")  # the raw bytes hold the binds: withheld like a secret
         yield item
+
+
+# Actions whose object is a user, a policy, a package...: no table, whatever the text names.
+_NO_TABLES_PREFIXES = (
+    "CREATE USER",
+    "ALTER USER",
+    "DROP USER",
+    "GRANT",
+    "REVOKE",
+    "AUDIT",
+    "NOAUDIT",
+    "LOGON",
+)
+
+
+def _tables(extra: dict[str, str], sql: str, action: str) -> tuple[str, ...]:
+    """The object the trail names first (OBJECT_SCHEMA.OBJECT_NAME, as Oracle stores it), then
+    the tables the text names that it is not (a MERGE's source, a subquery's): by sqlglot's
+    oracle dialect, unqualified names qualified with the object's schema when it has one."""
+    if action.startswith(_NO_TABLES_PREFIXES) or action in (
+        "EXECUTE",
+        "DROP AUDIT POLICY",
+        "ALTER AUDIT POLICY",
+    ):
+        return ()  # (the object is a user, a policy, or the procedure or package run)
+    schema, name = extra.get("object_schema"), extra.get("object_name")
+    named = [f"{schema}.{name}"] if schema and name else []
+    for table in rules.tables_named(sql):
+        full = table if "." in table or not schema else f"{schema}.{table}"
+        if full not in named and not (named and full.rsplit(".", 1)[-1] == named[0].rsplit(".", 1)[-1]):
+            named.append(full)
+    return tuple(named)
 
 
 # -- gaps ------------------------------------------------------------------------------------------

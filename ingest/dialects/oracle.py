@@ -23,7 +23,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["DESTRUCTIVE_ACTIONS", "Verdict", "audit_change", "classify"]
+from sqlglot import exp
+from sqlglot.dialects.oracle import Oracle
+from sqlglot.errors import ErrorLevel
+
+__all__ = ["DESTRUCTIVE_ACTIONS", "Verdict", "audit_change", "classify", "tables_named"]
 
 DESTRUCTIVE_ACTIONS = frozenset(
     {
@@ -74,6 +78,43 @@ _AUDIT_MGMT = re.compile(
 _AUDIT_PARAMETER = re.compile(r"\bSET\s+(?:\"?AUDIT_[A-Z_]+\"?|UNIFIED_AUDIT_[A-Z_]+)\s*=", re.I)
 _TRAIL_TABLES = re.compile(r"\b(?:SYS\s*\.\s*)?(?:AUD\$|FGA_LOG\$)|\bAUDSYS\s*\.", re.I)
 _POLICY_RE = re.compile(r"\bPOLICY\s+(?P<name>\"[^\"\n]{1,128}\"|[A-Za-z_][\w$#]{0,127})", re.I)
+
+
+class _QuietParser(Oracle.Parser):  # type: ignore[misc,name-defined]  # sqlglot's dialect classes are untyped
+    def _warn_unsupported(self) -> None:
+        # A statement sqlglot keeps as an opaque Command names no table we can read; a warning
+        # for each would flood a worker's log.
+        return
+
+
+_ORACLE = Oracle()
+
+
+def _name(part: exp.Identifier | None) -> str:
+    """A name as Oracle stores it: upper case unless it was quoted."""
+    if part is None:
+        return ""
+    return part.name if part.quoted else part.name.upper()
+
+
+def tables_named(sql: str) -> tuple[str, ...]:
+    """The tables the text names (`SCHEMA.TABLE` as Oracle stores them; a bare name alone), by
+    sqlglot's oracle dialect; () when sqlglot cannot read it or it is longer than MAX_TEXT."""
+    if not sql or len(sql) > MAX_TEXT:
+        return ()
+    try:
+        trees = _QuietParser(dialect=_ORACLE, error_level=ErrorLevel.RAISE).parse(_ORACLE.tokenize(sql), sql)
+    except Exception:  # ParseError, TokenError, RecursionError: no table from the text
+        return ()
+    if len(trees) != 1 or trees[0] is None or isinstance(trees[0], exp.Command):
+        return ()
+    found = []
+    for table in trees[0].find_all(exp.Table):
+        if not table.name or isinstance(table.this, exp.Func):
+            continue
+        schema = _name(table.args.get("db"))
+        found.append(f"{schema}.{_name(table.this)}" if schema else _name(table.this))
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True, slots=True)

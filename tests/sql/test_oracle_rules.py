@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.dialects.oracle import DESTRUCTIVE_ACTIONS, audit_change, classify
+from ingest.dialects.oracle import DESTRUCTIVE_ACTIONS, audit_change, classify, tables_named
 
 # Each destructive action with a statement Oracle audits under it.
 DESTRUCTIVE = {
@@ -136,3 +136,12 @@ def test_audit_changes_name_their_policy_as_oracle_stores_it() -> None:
 def test_hostile_text_never_raises(sql: str) -> None:
     verdict = classify("ALTER TABLE", sql)
     assert verdict.statement_type == "ALTER TABLE"
+
+
+def test_the_text_names_tables_as_oracle_stores_them() -> None:
+    merge = "MERGE INTO shop.orders o USING shop.staging s ON (o.id = s.id) WHEN MATCHED THEN DELETE"
+    assert tables_named(merge) == ("SHOP.ORDERS", "SHOP.STAGING")
+    assert tables_named('DROP TABLE "Shop"."Audit Copy" PURGE') == ("Shop.Audit Copy",)
+    assert tables_named("DELETE FROM orders WHERE id IN (SELECT id FROM shop.old)") == ("ORDERS", "SHOP.OLD")
+    assert tables_named("BEGIN DBMS_AUDIT_MGMT.CLEAN_AUDIT_TRAIL(1); END;") == ()
+    assert tables_named("DELETE FROM (" * 5000) == ()
