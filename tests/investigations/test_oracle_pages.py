@@ -103,3 +103,33 @@ def test_the_explorer_finds_oracle_tables_as_oracle_writes_them(investigator_cli
         assert sql in anti
     purged = Gap.objects.get(server="ora1", reason="purged")
     assert purged.ended_at == datetime(2026, 11, 20, 8, 12, 30, tzinfo=UTC)
+
+
+def test_an_oracle_table_source_is_made_in_the_form_and_its_refused_connection_is_its_health(monkeypatch):
+    from ingest.follow import ingest_source
+    from ingest.sources import SourceForm
+
+    form = SourceForm(
+        data={
+            "name": "orcl9 trail",
+            "kind": "oracle-table",
+            "dsn": "oracle://auditweb@127.0.0.1:9/ORCLPDB1",
+            "password_env": "AUDITWEB_SOURCE_ORACLE_PASSWORD",
+            "format": "auto",
+            "server": "orcl9",
+            "timezone": "UTC",
+            "interval_seconds": 60,
+            "quiet_seconds": 3600,
+            "enabled": True,
+        }
+    )
+    assert form.is_valid(), form.errors
+    source = form.save()
+    assert source.pulls_rows
+    bad = SourceForm(data={**form.data, "name": "x", "dsn": "oracle://auditweb@db1:1521"})
+    assert not bad.is_valid() and "SERVICE" in str(bad.errors["dsn"])
+    monkeypatch.setenv("AUDITWEB_SOURCE_ORACLE_PASSWORD", "pw")
+    run = ingest_source(source.pk)
+    source.refresh_from_db()
+    assert run.status == "failed"
+    assert source.last_error.startswith("cannot connect to oracle://auditweb@127.0.0.1:9/ORCLPDB1: DPY-")
