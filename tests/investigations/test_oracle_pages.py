@@ -133,3 +133,12 @@ def test_an_oracle_table_source_is_made_in_the_form_and_its_refused_connection_i
     source.refresh_from_db()
     assert run.status == "failed"
     assert source.last_error.startswith("cannot connect to oracle://auditweb@127.0.0.1:9/ORCLPDB1: DPY-")
+
+
+def test_a_quoted_oracle_table_has_its_page(investigator_client, ingest_bytes):
+    ingest_bytes(to_json(ROWS), name="trail.json", server="ora1")
+    response = investigator_client.get(reverse("table-detail", args=["Shop.Audit Copy"]))
+    assert response.status_code == 200
+    assert "DROP TABLE &quot;Shop&quot;.&quot;Audit Copy&quot; PURGE" in response.content.decode()
+    merged = investigator_client.get(reverse("table-detail", args=["SHOP.STAGING"])).content.decode()
+    assert "MERGE INTO shop.orders o USING shop.staging s" in merged  # the MERGE's source table too
