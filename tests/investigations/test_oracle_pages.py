@@ -142,3 +142,24 @@ def test_a_quoted_oracle_table_has_its_page(investigator_client, ingest_bytes):
     assert "DROP TABLE &quot;Shop&quot;.&quot;Audit Copy&quot; PURGE" in response.content.decode()
     merged = investigator_client.get(reverse("table-detail", args=["SHOP.STAGING"])).content.decode()
     assert "MERGE INTO shop.orders o USING shop.staging s" in merged  # the MERGE's source table too
+
+
+def test_oracles_anti_forensic_statements_are_siem_alerts(api_client, ingest_bytes):
+    from .test_api_alerts import poll_all
+
+    ingest_bytes(to_xml(ROWS), name="ora_1_1.xml", server="ora-xml")
+    ingest_bytes(to_csv(ROWS), name="trail.csv", server="ora-csv")
+    alerts, _ = poll_all(api_client)
+    off = sorted((a["server"], a["event"]["sql"]) for a in alerts if a["kind"] == "anti_forensic")
+    assert off == [
+        ("ora-csv", "BEGIN DBMS_AUDIT_MGMT.CLEAN_AUDIT_TRAIL(audit_trail_type => DBMS_AUDIT_MGMT.AUDIT_TRAIL_UNIFIED,"
+         " use_last_arch_timestamp => FALSE); END;"),
+        ("ora-csv", "DROP AUDIT POLICY shop_dml_pol"),
+        ("ora-csv", "NOAUDIT POLICY shop_dml_pol"),
+    ]  # fmt: skip
+    destructive = {
+        a["event"]["sql"] for a in alerts if a["server"] == "ora-xml" and a["kind"] == "destructive"
+    }
+    assert (
+        "PURGE DBA_RECYCLEBIN" in destructive and "FLASHBACK TABLE shop.orders TO SCN 5000100" in destructive
+    )
