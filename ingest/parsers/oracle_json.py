@@ -148,6 +148,16 @@ class _Scanner:
                     )
                     pos = end
                     continue
+                whole = self._whole_row(chunk, pos)
+                if whole is not None:  # the common case: the row is the rest of its line
+                    row_end, value = whole
+                    raw = chunk[pos:row_end]
+                    fields = {str(k): (None if isinstance(v, dict | list) else v) for k, v in value.items()}
+                    yield row_record(
+                        fields, line=self._line_at(chunk, pos), offset=self.offset + pos, raw=raw
+                    )
+                    pos = row_end
+                    continue
                 self.mode, self.depth, self.in_string, self.escaped, self.too_long = (
                     "row",
                     0,
@@ -206,6 +216,18 @@ class _Scanner:
                 if self.depth == 0:
                     return pos
         return None
+
+    def _whole_row(self, chunk: bytes, pos: int) -> tuple[int, dict[str, Any]] | None:
+        """(end, value) when everything from `pos` to the line end is one JSON object (SQLcl's
+        one row a line): read at once, without the scanner; None otherwise (the scanner reads)."""
+        end = len(chunk.rstrip(b"\r\n"))
+        if end - pos > MAX_RECORD_BYTES or chunk[end - 1 : end] != b"}":
+            return None
+        try:
+            value = orjson.loads(chunk[pos:end])
+        except orjson.JSONDecodeError:
+            return None
+        return (end, value) if isinstance(value, dict) else None
 
     def _row_done(self) -> Iterator[Item]:
         offset, line = self.row_at
