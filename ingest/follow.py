@@ -42,8 +42,9 @@ from ingest.commit import commit_batch, record_file_hash
 from ingest.custody import FileHasher
 from ingest.models import IngestRun, ParseProblem, Source, SourceFile, Split
 from ingest.mysql_table import connect, source_password
+from ingest.oracle_table import connect as connect_oracle
 from ingest.parsers.records import Hints
-from ingest.pipeline import ingest_table
+from ingest.pipeline import ingest_oracle_table, ingest_table
 from ingest.sources import check_sources_health
 from ingest.split import look_after_split, plan_split, worth_splitting
 from ingest.store import EventWriter
@@ -97,7 +98,7 @@ def ingest_source(
         )
         run = IngestRun.objects.get(pk=run_id) if run_id else None
         try:
-            if source.kind == Source.Kind.MYSQL_TABLE:
+            if source.pulls_rows:
                 run = _pull_table_source(source, run)
             elif source.kind == Source.Kind.BINLOG_REPLICA:
                 run = pull_binlogs(source, run)
@@ -133,7 +134,8 @@ def _nothing_to_read(source: Source, run: IngestRun | None) -> IngestRun | None:
 def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
     try:
         password = source_password(source.password_env, os.environ)
-        conn = connect(source.dsn, password)
+        oracle = source.kind == Source.Kind.ORACLE_TABLE
+        conn = (connect_oracle if oracle else connect)(source.dsn, password)
     except Exception as e:  # refused, unknown host, bad password: the source's health says so
         Source.objects.filter(pk=source.pk).update(
             last_error=storable(f"cannot connect to {source.dsn}: {e}")[:2000]
@@ -142,7 +144,8 @@ def _pull_table_source(source: Source, run: IngestRun | None) -> IngestRun:
         run.fail(e)
         return run
     try:
-        run = ingest_table(source, conn, run=_start_run(source, run, 0))
+        pull = ingest_oracle_table if oracle else ingest_table
+        run = pull(source, conn, run=_start_run(source, run, 0))
     finally:
         conn.close()
     update: dict[str, object] = {"last_error": ""}

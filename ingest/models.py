@@ -24,6 +24,7 @@ class Source(models.Model):
     class Kind(models.TextChoices):
         FILE = "file"
         MYSQL_TABLE = "mysql-table", "mysql.general_log table"
+        ORACLE_TABLE = "oracle-table", "Oracle UNIFIED_AUDIT_TRAIL"
         UPLOAD = "upload"
         # The binary log pulled from the server as a replica (ingest.binlog_replica).
         BINLOG_REPLICA = "binlog-replica", "binary log pulled as a replica"
@@ -70,6 +71,11 @@ class Source(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def pulls_rows(self) -> bool:
+        """Whether this source pulls rows of a live table (its runs count rows, not bytes)."""
+        return self.kind in (Source.Kind.MYSQL_TABLE, Source.Kind.ORACLE_TABLE)
 
 
 class SourceFile(models.Model):
@@ -367,6 +373,7 @@ class Gap(models.Model):
         RESTART = "restart", "server restart"
         TIME_BACKWARDS = "time_backwards", "clock went backwards"
         SEQUENCE = "sequence", "records missing: the log's own counter jumped"
+        PURGED = "purged", "audit records purged from the trail"
 
     server = models.CharField(max_length=200)
     reason = models.CharField(max_length=20, choices=Reason.choices)

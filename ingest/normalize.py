@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 
 from ingest.events import EventRecord, FlagCorrection, GapRecord, SessionInfo
+from ingest.oracle import OracleWatch, classify_oracle_events
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 from ingest.postgres import PgAuditWatch, classify_postgres_events
 from ingest.sql import classify, log_switches, use_database
@@ -386,6 +387,15 @@ class SessionTracker:
             # (rotation, logging_collector) begins with no banner.
             self._evidence.append("PostgreSQL writes its start line only when the server starts")
             return RESTART
+        if self.dialect == "oracle":
+            # The trail's STARTUP record is the instance starting; in queued mode (the default)
+            # what was still queued in the SGA when it went down was never written.
+            self._evidence.append(
+                "Oracle writes a STARTUP record only when the instance starts; in queued mode the audit"
+                " records still queued in the SGA when it stopped (up to the flush interval, about 3 s,"
+                " or a full queue) are lost if it crashed or was shut down with ABORT"
+            )
+            return RESTART
         if first and record.raw[:1] in (b"\t", b" "):
             self._evidence.append(
                 f"its first record (line {record.line}) prints no time: it is in the second last"
@@ -499,8 +509,9 @@ class SessionTracker:
     def _connect(self, record: LogRecord, when: datetime | None) -> None:
         """A successful Connect: a new connection under this id, whatever came before it."""
         cid = record.connection_id
-        if _jumped_back(cid, self.max_connect_id) and self.dialect != "postgres":
-            # (PostgreSQL's session numbers are start time and pid: no order within a second.)
+        if _jumped_back(cid, self.max_connect_id) and self.dialect == "mysql":
+            # (PostgreSQL's session numbers are start time and pid: no order within a second;
+            # Oracle's SESSIONID comes from a cached sequence: RAC instances take turns.)
             # Ids only grow within a boot: a new connection far below the highest one
             # means the server restarted where the log shows no banner (audit logs
             # write none, or the log was off then). Its open connections are gone.
@@ -954,8 +965,11 @@ def classify_events(
 
 def classifier_for(dialect: str) -> Callable[..., Iterator[EventRecord | Problem | FlagCorrection]]:
     """The classification stage for a server of this SQL dialect (ingest.parsers.dialect_of):
-    PostgreSQL's (ingest.postgres), else MySQL's and MariaDB's (classify_events). Chosen once
+    PostgreSQL's (ingest.postgres), Oracle's (ingest.oracle), else MySQL's and MariaDB's
+    (classify_events). Chosen once
     per file, so MySQL's events pass through no test of it."""
+    if dialect == "oracle":
+        return classify_oracle_events
     return classify_postgres_events if dialect == "postgres" else classify_events
 
 
@@ -1228,6 +1242,7 @@ class GapFinder:
         # PostgreSQL log is read by PgAuditWatch's rules instead of the MySQL ones.
         self.dialect = dialect
         self.pgaudit = PgAuditWatch()
+        self.oracle = OracleWatch()
 
     def to_state(self) -> dict[str, Any]:
         off = self.off
@@ -1238,6 +1253,7 @@ class GapFinder:
             "counters": self.counters.to_state(),
             "switched_off": self.reenable.to_state(),
             "pgaudit": self.pgaudit.to_state(),
+            "oracle": self.oracle.to_state(),
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -1250,10 +1266,14 @@ class GapFinder:
         self.counters.load_state(state.get("counters", {}))
         self.reenable.load_state(state.get("switched_off", {}))
         self.pgaudit.load_state(state.get("pgaudit", {}))
+        self.oracle.load_state(state.get("oracle", {}))
 
     def process(self, items: Iterable[Any]) -> Iterator[Any]:
         if self.dialect == "postgres":
             yield from self._process_postgres(items)
+            return
+        if self.dialect == "oracle":
+            yield from self._process_oracle(items)
             return
         switches = _SWITCH_TYPES
         for item in items:
@@ -1291,6 +1311,21 @@ class GapFinder:
         if gap is not None:  # nothing recorded after it in this file
             self.pgaudit.off = None
             yield gap
+
+    def _process_oracle(self, items: Iterable[Any]) -> Iterator[Any]:
+        """An Oracle trail: restarts (its STARTUP records) and the clock as for any log (_see), and
+        auditing reduced or purged (OracleWatch); no record counter, no MySQL switches."""
+        for item in items:
+            if not isinstance(item, EventRecord):
+                yield item
+                continue
+            yield item
+            found = self._see(item)  # (MySQL's switches match no Oracle statement)
+            found += self.oracle.see(item)
+            yield from found
+        # Nothing re-enabled these in this file or pull: stored open. The state keeps them, so
+        # that a later pull (or file of the same source) closes them (commit._close_gap).
+        yield from self.oracle.open_gaps()
 
     def open_gap(self) -> GapRecord | None:
         """The logging-off gap nothing has closed yet, as it stands now (the state keeps it, so a

@@ -63,7 +63,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             "path": "Absolute path or glob: /var/log/mysql/general.log* follows the log and its rotations; "
             "binary logs: /var/lib/mysql/mariadb-bin.[0-9]* with the format binlog",
             "dsn": "mysql://USER@HOST:PORT (no password: the worker reads it from the variable below); "
-            "a live general_log table, or the binary log pulled as a replica",
+            "a live general_log table, or the binary log pulled as a replica; "
+            "oracle://USER@HOST:PORT/SERVICE: Oracle's unified audit trail",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -73,6 +74,7 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
             (Source.Kind.MYSQL_TABLE.value, Source.Kind.MYSQL_TABLE.label),
             (Source.Kind.BINLOG_REPLICA.value, "Binary log pulled from the server as a replica"),
+            (Source.Kind.ORACLE_TABLE.value, Source.Kind.ORACLE_TABLE.label),
         ]
 
     def clean_timezone(self) -> str:
@@ -82,8 +84,10 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
         dsn = self.cleaned_data["dsn"].strip()
         if dsn:
             parts = urlsplit(dsn)
-            if parts.scheme != "mysql" or not parts.hostname:
-                raise forms.ValidationError("Give mysql://USER@HOST[:PORT].")
+            if parts.scheme not in ("mysql", "oracle") or not parts.hostname:
+                raise forms.ValidationError(
+                    "Give mysql://USER@HOST[:PORT] or oracle://USER@HOST[:PORT]/SERVICE."
+                )
             if parts.password:
                 raise forms.ValidationError(
                     "No password in the DSN: it would be stored. Put it in the worker's environment "
@@ -117,6 +121,12 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             if not data.get("dsn"):
                 self.add_error("dsn", "Give the DSN of the server whose binary log to pull.")
             data["format"] = "binlog"  # what it pulls is binlog files, whatever was chosen
+        elif kind == Source.Kind.ORACLE_TABLE:
+            dsn = str(data.get("dsn") or "")
+            if not dsn.startswith("oracle://") or not urlsplit(dsn).path.strip("/"):
+                self.add_error(
+                    "dsn", "Give oracle://USER@HOST[:PORT]/SERVICE of the database whose trail to pull."
+                )
         return data
 
 
@@ -208,7 +218,7 @@ def _read_to_end(source: Source, last_run: IngestRun | None) -> bool:
 
     A file given to `manage.py ingest` before it recorded `finished` counts when its SHA-256 was
     recorded: that happens only once the whole file was read."""
-    live = source.kind in (Source.Kind.MYSQL_TABLE, Source.Kind.BINLOG_REPLICA)
+    live = source.pulls_rows or source.kind == Source.Kind.BINLOG_REPLICA
     if live or last_run is None or last_run.status != IngestRun.Status.DONE:
         return False
     files = source.files.values_list("finished", "device", "sha256")

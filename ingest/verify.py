@@ -377,7 +377,7 @@ def _gone(found: list[Path], looked: list[str]) -> str:
 def verify_files(v: Verification, files: Iterable[SourceFile]) -> None:
     """Each file's recorded hashes so far (every poll's), against the file as it is now."""
     for sf in files:
-        if sf.source.kind == Source.Kind.MYSQL_TABLE:
+        if sf.source.pulls_rows:
             continue  # rows of a live table: no file (each event's raw bytes are its row)
         where = {"source": sf.source.name, "file": sf.path}
         links = list(sf.custody_links.filter(kind=CustodyLink.Kind.FILE).order_by("seq"))
@@ -471,7 +471,7 @@ def verify_event_bytes(v: Verification, rows: Iterable[dict[str, Any]], what: st
             )
             continue
         where = {"source": sf.source.name, "file": sf.path}
-        if sf.source.kind == Source.Kind.MYSQL_TABLE:
+        if sf.source.pulls_rows:
             v.add(
                 UNCHECKED,
                 what,

@@ -61,6 +61,10 @@ SAMPLES: dict[str, list[bytes]] = {
         )
         for fmt, suffix in (("pgaudit-csv", ".csv"), ("pgaudit-json", ".json"), ("pgaudit-stderr", ".log"))
     },
+    # Oracle's exports of the scene's rows (tests/fixtures/oracle_scene: no Oracle server here).
+    "oracle-csv": _fixture("oracle-csv/unified-scene.csv"),
+    "oracle-json": _fixture("oracle-json/unified-scene.json"),
+    "oracle-xml": _fixture("oracle-xml/ora_1234_1.xml"),
     "json-audit": [
         b'{"audit_record":{"name":"Query","record":"1_2026","timestamp":"2026-01-05T09:00:00 UTC",'
         b'"command_class":"delete","connection_id":"9","status":0,"sqltext":"DELETE FROM t WHERE a = \'x\'",'
@@ -126,8 +130,12 @@ def lines_of(data: bytes) -> list[bytes]:
     return data.splitlines(keepends=True)
 
 
-def _no_data(line: bytes) -> bool:
-    """Blank, or only the XML envelope (declaration, <AUDIT>, </AUDIT>), as the XML parser reads it."""
+def _no_data(line: bytes, fmt: str = "") -> bool:
+    """Blank, or only the XML envelope (declaration, <AUDIT>, </AUDIT>), as the XML parser reads it,
+    or a format's own structure where it says what that is (Oracle's exports: `structure`)."""
+    structure = getattr(by_name(fmt), "structure", None) if fmt else None
+    if structure is not None and structure(line):
+        return True
     return not line.strip() or xml_audit._ENVELOPE.fullmatch(line) is not None
 
 
@@ -170,7 +178,7 @@ def check(fmt: str, data: bytes) -> None:
     for line in lines_of(data):
         start, end = offset, offset + len(line)
         offset = end
-        if _no_data(line) or any(s < end and start < e for s, e in spans):
+        if _no_data(line, fmt) or any(s < end and start < e for s, e in spans):
             continue
         # Not in a record: a Problem must stand on it, or before it with no record starting between.
         if any(start <= p < end for p in problems):

@@ -73,6 +73,9 @@ COMMANDS: dict[str, Run | Answers | NotRun] = {
     ".venv/bin/python manage.py ingest general.log.1 general.log mariadb-bin": Answers(
         "general.log.1: no such file", "a server's general log and binary logs, copied by the reader"
     ),
+    "AUDITWEB_SOURCE_ORACLE_PASSWORD=... .venv/bin/python manage.py pull_oracle_audit": NotRun(
+        "needs an Oracle server (none can run here)"
+    ),
     "AUDITWEB_SOURCE_MYSQL_PASSWORD=... .venv/bin/python manage.py pull_general_log": NotRun(
         "needs the MySQL server db1.example.com and its password"
     ),

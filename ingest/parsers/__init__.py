@@ -21,6 +21,9 @@ from ingest.parsers import (
     general_log_csv,
     general_log_tsv,
     json_audit,
+    oracle_csv,
+    oracle_json,
+    oracle_xml,
     pgaudit_csv,
     pgaudit_json,
     pgaudit_stderr,
@@ -69,7 +72,9 @@ class LogFormat(Protocol):
 # Tried in this order by detect_format: the layouts with the most distinctive shape first, so
 # that a looser test never claims a file another one knows: a binlog's magic bytes first (the
 # most distinctive of all), then PostgreSQL's logs, whose first line is the server's own fixed
-# layout (jsonlog before the JSON audit logs, which also begin with `{`); then a JSON or XML
+# layout (jsonlog before the JSON audit logs, which also begin with `{`); Oracle's exports, whose
+# heads name the trail's columns (before the JSON and XML audit logs, which they would not
+# claim, but kept ahead of the looser CSV tests); then a JSON or XML
 # audit log, the quoted CSV layouts, the tab-separated export, server_audit's comma lines, and
 # last the general log, whose test looks for any line of its several layouts.
 FORMATS: tuple[LogFormat, ...] = (
@@ -77,6 +82,9 @@ FORMATS: tuple[LogFormat, ...] = (
     pgaudit_json,
     pgaudit_csv,
     pgaudit_stderr,
+    oracle_json,
+    oracle_csv,
+    oracle_xml,
     json_audit,
     xml_audit,
     audit_csv,
@@ -108,7 +116,8 @@ DEFAULT_DIALECT = "mysql"
 
 def dialect_of(name: str) -> str:
     """The SQL dialect of the server that writes format `name` (its module's `DIALECT`), which
-    decides how its statements are classified: "mysql" (MySQL and MariaDB) or "postgres"."""
+    decides how its statements are classified: "mysql" (MySQL and MariaDB), "postgres" or
+    "oracle"."""
     return str(getattr(by_name(name), "DIALECT", DEFAULT_DIALECT))
 
 

@@ -14,6 +14,7 @@ from ingest.models import Event
 from investigations import trail
 from investigations.query.attribution import attribution_proof
 from investigations.query.binlog import rows_shown
+from investigations.query.oracle import oracle_facts
 from investigations.query.sessions import session_context
 from investigations.raw import (
     raw_download,
@@ -94,6 +95,7 @@ def _event_context(event: Event, rows_page: int = 1) -> dict[str, object]:
     before, after = session_context(event, SESSION_CONTEXT)
     context: dict[str, object] = {"event": event, "before": before, "after": after}
     context["binlog"] = rows_shown(event, rows_page)
+    context["oracle"] = oracle_facts(event)
     context["context_size"] = SESSION_CONTEXT
     context["proof"] = attribution_proof(event)
     context["custody"] = link_of_event(

@@ -20,8 +20,8 @@ def time_digits(raw: bytes, fmt: str, kind: str = "file") -> int | None:
     """Digits after the seconds that the record's timestamp has (0: whole seconds), from the
     source's format (`auto`: recognised from the record itself) and the record's bytes. None
     when the record does not show a time AuditWeb can read (then nothing is claimed)."""
-    if kind == "mysql-table":
-        return TABLE_DIGITS  # live rows: the table's column, not printed text
+    if kind in ("mysql-table", "oracle-table"):
+        return TABLE_DIGITS  # live rows: the table's column (both TIMESTAMP(6)), not printed text
     head = bytes(raw[:HEAD])
     if fmt in ("", AUTO):
         try:
