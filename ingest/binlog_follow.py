@@ -41,7 +41,7 @@ from ingest.checkpoints import open_inside_roots
 from ingest.commit import record_file_hash
 from ingest.custody import FileHasher
 from ingest.models import BinlogFile, IngestRun, ParseProblem, Source, SourceFile
-from ingest.parsers import AUTO
+from ingest.parsers import AUTO, by_name, reads_bytes
 from ingest.textsafe import storable
 
 log = logging.getLogger(__name__)
@@ -91,9 +91,9 @@ def list_binlogs(pattern: str) -> tuple[list[Listed], list[str]]:
 def is_binlog_source(source: Source) -> bool:
     """A file source is read as binlogs when its format says so, or, left to `auto`, when the
     first numbered file its glob matches begins with the binlog magic (the other formats are text)."""
-    if source.format == "binlog":
-        return True
-    if source.format != AUTO or not source.path:
+    if source.format != AUTO:
+        return reads_bytes(by_name(source.format))
+    if not source.path:
         return False
     listing, _ = list_binlogs(source.path)
     for listed in listing[:1]:
