@@ -110,7 +110,7 @@ def parse_entry(message: str) -> Entry | None:
     """The fields of `AUDIT: ...`, or None when they are not pgAudit's."""
     body = message[7:]  # after "AUDIT: "
     try:
-        fields = next(csv.reader([body], strict=True))
+        fields = next(csv.reader((body,), strict=True))
     except (csv.Error, StopIteration):
         return None
     if len(fields) < 7 or len(fields) > 10 or fields[0] not in ("SESSION", "OBJECT"):
@@ -162,6 +162,19 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
     when the text is no time."""
     if not text:
         return None, None
+    if (
+        len(text) == 27
+        and text.endswith(" UTC")
+        and text[10] == " "
+        and text[19] == "."
+        and text[20:23].isdigit()
+    ):
+        # csvlog's and jsonlog's `2024-05-01 10:00:00.123 UTC` (%m with log_timezone UTC): most
+        # lines of most logs, read without the pattern.
+        try:
+            return datetime.fromisoformat(text[:23]).replace(tzinfo=UTC), None
+        except ValueError:
+            pass  # the pattern below says
     m = _TIME_RE.match(text.strip())
     if m is None:
         return None, None
@@ -281,6 +294,7 @@ class Assembler:
         # Records yielded whose lines other records' lines interrupt: (first offset, first line,
         # end of their last line). A resume point must not fall inside one (see Resumer).
         self.reach: list[tuple[int, int, int]] = []
+        self.keep_reach = False  # a Resumer's: a one-shot read never asks, and must not hold them
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
         for line in lines:
@@ -309,7 +323,12 @@ class Assembler:
             if head.item is None:
                 return
             del self.queue[offset]
-            if len(head.lines) > 1 and isinstance(head.item, LogRecord) and "parts" in head.item.extra:
+            if (
+                self.keep_reach
+                and len(head.lines) > 1
+                and isinstance(head.item, LogRecord)
+                and "parts" in head.item.extra
+            ):
                 last = head.lines[-1]
                 self.reach.append((offset, head.first.line, last.offset + len(last.raw)))
             yield head.item
@@ -523,6 +542,7 @@ class Resumer:
     def __init__(self, messages: Messages, start_offset: int, start_line: int) -> None:
         self.messages = messages
         self.assembler = Assembler()
+        self.assembler.keep_reach = True
         self.start = (start_offset, start_line)
         self.end = (start_offset, start_line)  # after the last message given to the assembler
         self.read_to: tuple[int, int] | None = None  # after every line fed, once finished
