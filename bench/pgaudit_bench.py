@@ -130,8 +130,10 @@ def _psql(url: str, sql: str) -> None:
 def _child(kind: str, path: Path, env: dict[str, str] | None = None) -> dict[str, object]:
     run = subprocess.run(
         [sys.executable, __file__, f"--{kind}-child", str(path)],
-        capture_output=True, text=True, check=True, env=env, cwd=REPO,
+        capture_output=True, text=True, env=env, cwd=REPO,
     )  # fmt: skip
+    if run.returncode != 0:
+        raise RuntimeError(f"the {kind} run failed:\n{run.stderr[-4000:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
