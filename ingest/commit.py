@@ -70,9 +70,11 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[GapRecord]) 
 def _close_gap(
     source: Source, gap: GapRecord, *, only: SourceFile | None = None, exclude: SourceFile | None = None
 ) -> bool:
-    """Give an open logging-off row of the source (the same statement) its end; whether one was."""
+    """Give an open logging-off row of the server (the same statement: line, offset and start) its
+    end; whether one was. The server's, not only the source's: `manage.py ingest` makes a source
+    per file, and a blind spot opened in one file may end in the next."""
     rows = Gap.objects.filter(
-        source_file__source=source,
+        source_file__source__server=source.server,
         reason=gap.reason,
         line=gap.line,
         byte_offset=gap.offset,
@@ -83,7 +85,7 @@ def _close_gap(
         rows = rows.filter(source_file=only)
     if exclude is not None:
         rows = rows.exclude(source_file=exclude)
-    return rows.update(ended_at=gap.ended_at) > 0
+    return rows.update(ended_at=gap.ended_at, detail=storable(gap.detail)[:1000]) > 0
 
 
 def commit_batch(

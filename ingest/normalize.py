@@ -1292,8 +1292,10 @@ class GapFinder:
             found += self.pgaudit.see(item)
             yield from found
         gap = self.open_gap()
-        if gap is not None:  # nothing recorded after it in this file
-            self.pgaudit.off = None
+        if gap is not None and not self.pgaudit.reported:  # nothing recorded after it in this file
+            # Stored open once; it stays open in the state, so that the next file of the server
+            # (a restart, a reload) can close it (ingest.commit closes the open row).
+            self.pgaudit.reported = True
             yield gap
 
     def open_gap(self) -> GapRecord | None:

@@ -252,11 +252,15 @@ def _anti_forensic(words: list[str], bare: str) -> bool:
     return first == "DROP" and _DROP_PGAUDIT_RE.match(bare) is not None
 
 
-_CONFIG_RE = re.compile(r'parameter "(?P<name>[^"\n]{1,200})" changed to "(?P<value>[^\n]{0,4096})"\Z')
+_CONFIG_RE = re.compile(
+    r'parameter "(?P<name>[^"\n]{1,200})"'
+    r' (?:changed to "(?P<value>[^\n]{0,4096})"|removed from configuration file, reset to default)\Z'
+)
 
 
 def config_change(message: str) -> bool:
-    """Whether the server's reload line (`parameter "x" changed to "y"`) weakens the logs:
-    a pgaudit.* or log_* setting changed (to anything: the line says what the server now logs)."""
+    """Whether the server's reload line (`parameter "x" changed to "y"`, or `... removed from
+    configuration file, reset to default`) weakens the logs: a pgaudit.* or log_* setting
+    changed (to anything: the line says what the server now logs)."""
     m = _CONFIG_RE.match(message)
     return m is not None and _LOG_SETTING_RE.fullmatch(m["name"]) is not None

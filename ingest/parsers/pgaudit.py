@@ -14,8 +14,9 @@ The layout modules (pgaudit_csv, pgaudit_json, pgaudit_stderr) cut their bytes i
 - an ERROR whose statement pgAudit did not log (refused before it ran, failed DML: with
   `pgaudit.log_rows` pgAudit writes at the end of execution, statements in an aborted
   transaction) -> Query with that statement, status = SQLSTATE, `extra["audited"] = "no"`;
-- `starting PostgreSQL ...` -> ServerStart; `parameter "x" changed to "y"` (a reload) -> a
-  Config record; other server chatter (checkpoints, connection received...) is no record.
+- `starting PostgreSQL ...` -> ServerStart; `parameter "x" changed to "y"` and `parameter "x"
+  removed from configuration file, reset to default` (a reload) -> a Config record; other
+  server chatter (checkpoints, connection received...) is no record.
 
 Records come out in the order of their first byte. A statement's lines need not be adjacent
 in the file (other sessions write between them): its record's `raw` is its lines joined, and
@@ -221,6 +222,11 @@ def session_number(session: str | None) -> int | None:
 _AUTHORIZED_RE = re.compile(r"connection authorized: user=(?P<user>\S*)(?: database=(?P<db>\S*))?")
 _APPLICATION_RE = re.compile(r" application_name=(?P<app>.*?)(?: SSL enabled| GSS|\Z)", re.S)
 _PARAMETER_RE = re.compile(r'parameter "(?P<name>[^"\n]{1,200})" changed to "(?P<value>.{0,4096})"\Z', re.S)
+# A reload after the setting left every configuration file (ALTER SYSTEM RESET over a
+# postgresql.conf that does not set it): the server goes back to the setting's default.
+_REMOVED_RE = re.compile(
+    r'parameter "(?P<name>[^"\n]{1,200})" removed from configuration file, reset to default\Z'
+)
 _START_RE = re.compile(r"starting (?P<version>PostgreSQL .{1,400})\Z", re.S)
 # Refused logins, by SQLSTATE where the layout gives one, else by the server's words (English).
 _LOGIN_STATES = ("28", "3D000")
@@ -387,6 +393,12 @@ class Assembler:
                     record = _record(line, "Config", message.encode("utf-8", "surrogatepass"), status=None)
                     record.extra["parameter"] = m["name"]
                     record.extra["value"] = m["value"]
+                    return record
+                m = _REMOVED_RE.match(message)
+                if m is not None:
+                    record = _record(line, "Config", message.encode("utf-8", "surrogatepass"), status=None)
+                    record.extra["parameter"] = m["name"]
+                    record.extra["reset_to_default"] = "yes"
                     return record
             return None
         if line.severity not in _ERRORS:
