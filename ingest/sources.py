@@ -74,6 +74,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             (Source.Kind.FILE.value, "Log file(s) on the worker's disk"),
             (Source.Kind.MYSQL_TABLE.value, Source.Kind.MYSQL_TABLE.label),
         ]
+        # A prefix's spaces are the server's separators (its usual last character is one).
+        self.fields["log_line_prefix"].strip = False
 
     def clean_timezone(self) -> str:
         return time_zone(self.cleaned_data["timezone"])

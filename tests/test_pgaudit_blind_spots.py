@@ -18,21 +18,28 @@ numbered row while it is off and after it is back:
 
 Each layout (csvlog, and stderr read with `manage.py ingest --log-line-prefix`) is ingested and
 asked: which DELETEs the log shows, and each logging_off gap's start and end, against the times
-of the very records that open and close it.
+of the very records that open and close it. Meanwhile a followed source polls the live cluster's
+csvlog files, through two `pg_rotate_logfile()` rotations and the restarts' new files: it must
+store exactly what the straight ingest stores, each event once, the gaps alike.
 """
 
 from __future__ import annotations
 
 import io
 import time
+from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.test import override_settings
 
-from ingest.models import Event, Gap, ParseProblem, Source
+from ingest.follow import ingest_source
+from ingest.models import Event, Gap, IngestRun, ParseProblem, Source
 from tests.fixtures.pgaudit_scene.regenerate import BINDIR, Cluster, cluster, missing
 
 PREFIX = "%m|%u|%d|%c|%p|%a| "  # none of KNOWN_PREFIXES: a stderr log in it must be told it
@@ -71,8 +78,11 @@ def _delete(c: Cluster, row: int, application: str = "app") -> None:
         conn.execute(f"DELETE FROM shop.items WHERE id = {row}")
 
 
-def play(c: Cluster) -> None:
-    """The story of the module docstring, each statement in its own session unless said."""
+def play(c: Cluster, poll: Callable[[], object] = lambda: None) -> None:
+    """The story of the module docstring, each statement in its own session unless said;
+    `poll` is called now and then (a followed source reads what the server wrote so far), and
+    the logs are rotated twice by `pg_rotate_logfile()` besides the restarts' new files."""
+    poll()
     _admin(c, f"ALTER SYSTEM SET pgaudit.log = '{LOGGING}'")
     _reload(c)
     _admin(
@@ -87,17 +97,25 @@ def play(c: Cluster) -> None:
         conn.execute("DELETE FROM shop.items WHERE id = 1")
         conn.execute("SET pgaudit.log = 'none'")
         conn.execute("DELETE FROM shop.items WHERE id = 2")
+        poll()  # (a read in the middle of a session's blind spot)
         conn.execute(f"SET pgaudit.log = '{LOGGING}'")
         conn.execute("DELETE FROM shop.items WHERE id = 3")
+    time.sleep(1.1)  # (a rotation starts a file named by the second)
+    _admin(c, "SELECT pg_rotate_logfile()")
+    poll()
     # 2. SET to a value that logs no writes (itself logged, by misc_set), and back.
     with c.connect(application="session-nowrite") as conn:
         conn.execute("SET pgaudit.log = 'misc_set'")
         conn.execute("DELETE FROM shop.items WHERE id = 4")
+        time.sleep(1.1)  # (a rotation starts a file named by the second)
+        conn.execute("SELECT pg_rotate_logfile()")
+        poll()  # (the session's blind spot open across the rotation)
         conn.execute(f"SET pgaudit.log = '{LOGGING}'")
         conn.execute("DELETE FROM shop.items WHERE id = 5")
     # 3. ALTER SYSTEM RESET: removed from the configuration, back to pgAudit's default, none.
     _admin(c, "ALTER SYSTEM RESET pgaudit.log")
     _reload(c)
+    poll()
     _delete(c, 6)
     _admin(c, f"ALTER SYSTEM SET pgaudit.log = '{LOGGING}'")
     _reload(c)
@@ -105,30 +123,25 @@ def play(c: Cluster) -> None:
     # 4. Off by a reload, still off after a restart, back on by a restart alone.
     _admin(c, "ALTER SYSTEM SET pgaudit.log = 'none'")
     _reload(c)
+    poll()  # (the server's blind spot stored open, closed by a later read)
     _restart(c)
     _delete(c, 8)
     _admin(c, f"ALTER SYSTEM SET pgaudit.log = '{LOGGING}'")
     _restart(c)
     _delete(c, 9)
+    # (Not right after the start line: a read that ends there dates the start by the record
+    # before it, flagged time_approximate, where a read of the whole file has the record after.)
+    poll()
     # 5. The extension dropped and created again: the hooks of the loaded library go on.
     _admin(c, "DROP EXTENSION pgaudit")
     _delete(c, 11)
     _admin(c, "CREATE EXTENSION pgaudit")
     _delete(c, 12)
-
-
-@pytest.fixture(scope="module")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
-    folder = tmp_path_factory.mktemp("pgaudit-blind-spots")
-    with cluster(folder, CONFIG) as c:
-        play(c)
-    return {
-        "csv": sorted(folder.glob("*.csv")),
-        "log": sorted(folder.glob("*.log")),
-    }
+    poll()
 
 
 LAYOUTS = ("csv", "log")
+FOLLOWED = "blind-followed"
 
 
 def server_of(layout: str) -> str:
@@ -136,17 +149,38 @@ def server_of(layout: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def stored(logs: dict[str, list[Path]], django_db_setup: None, django_db_blocker: Any) -> Any:
-    """Both layouts ingested: the csvlog as `--format auto` finds it, the stderr log told its
-    prefix (`--log-line-prefix`, nothing else: the format follows from it)."""
+def scene(
+    tmp_path_factory: pytest.TempPathFactory, django_db_setup: None, django_db_blocker: Any
+) -> Iterator[dict[str, list[Path]]]:
+    """The story played; meanwhile a followed source over the live cluster's csvlog files
+    (`postgresql-*.csv`) polled as it goes. Then both layouts' files ingested: the csvlog as
+    `--format auto` finds it, the stderr log told its prefix (`--log-line-prefix`, nothing else:
+    the format follows from it)."""
+    folder = tmp_path_factory.mktemp("pgaudit-blind-spots")
     with django_db_blocker.unblock():
         call_command("flush", interactive=False, verbosity=0)
+        with cluster(folder, CONFIG) as c:
+            source = Source.objects.create(
+                name="followed cluster",
+                kind=Source.Kind.FILE,
+                path=str(c.data / "log" / "postgresql-*.csv"),
+                server=FOLLOWED,
+                format="auto",
+            )
+            # (the cluster's folder is a temporary one of its own: a root the source may read in)
+            roots = [*settings.LOG_ROOTS, c.folder.resolve()]
+            with override_settings(INGEST_SETTLE_SECONDS=3600, LOG_ROOTS=roots):  # never quiet while it runs
+                play(c, lambda: ingest_source(source.pk))
+            with override_settings(INGEST_SETTLE_SECONDS=0, LOG_ROOTS=roots):  # quiet now: the last is whole
+                ingest_source(source.pk)
+                ingest_source(source.pk)
+        logs = {"csv": sorted(folder.glob("*.csv")), "log": sorted(folder.glob("*.log"))}
         for layout, options in (("csv", []), ("log", ["--log-line-prefix", PREFIX])):
             out = io.StringIO()
             paths = [str(p) for p in logs[layout]]
             call_command("ingest", *paths, "--server", server_of(layout), *options, stdout=out)
             assert ", 0 problems," in out.getvalue(), out.getvalue()
-        yield
+        yield logs
         call_command("flush", interactive=False, verbosity=0)
 
 
@@ -168,13 +202,13 @@ per_layout = pytest.mark.parametrize("layout", LAYOUTS)
 
 
 @per_layout
-def test_the_log_shows_each_delete_made_while_pgaudit_logged_and_no_other(stored: None, layout: str) -> None:
+def test_the_log_shows_each_delete_made_while_pgaudit_logged_and_no_other(scene: Any, layout: str) -> None:
     assert deleted_rows(layout) == AUDITED
     assert not deleted_rows(layout) & UNAUDITED
 
 
 @per_layout
-def test_each_blind_spot_ends_where_logging_came_back(stored: None, layout: str) -> None:
+def test_each_blind_spot_ends_where_logging_came_back(scene: Any, layout: str) -> None:
     """The four blind spots, each from the record that opens it to the one that closes it."""
     first_delete = one(layout, sql="DELETE FROM shop.items WHERE id = 1")
     set_back = one(layout, sql=SET_BACK, connection_id=first_delete.connection_id)
@@ -209,7 +243,7 @@ def test_each_blind_spot_ends_where_logging_came_back(stored: None, layout: str)
 
 
 @per_layout
-def test_sessions_that_deleted_unseen_fall_in_a_blind_spot(stored: None, layout: str) -> None:
+def test_sessions_that_deleted_unseen_fall_in_a_blind_spot(scene: Any, layout: str) -> None:
     """The sessions whose DELETE pgAudit did not record (rows 6 and 8: their own sessions)
     logged in and out; each lies inside a gap."""
     apps = Event.objects.filter(server=server_of(layout), command="Connect", session__program="app")
@@ -226,7 +260,7 @@ def test_sessions_that_deleted_unseen_fall_in_a_blind_spot(stored: None, layout:
 
 
 @per_layout
-def test_the_extension_dropped_is_flagged_and_opens_no_gap(stored: None, layout: str) -> None:
+def test_the_extension_dropped_is_flagged_and_opens_no_gap(scene: Any, layout: str) -> None:
     drop = one(layout, sql="DROP EXTENSION pgaudit")
     assert "anti_forensic" in drop.flags
     assert not Gap.objects.filter(
@@ -238,7 +272,7 @@ def test_the_extension_dropped_is_flagged_and_opens_no_gap(stored: None, layout:
 
 
 @per_layout
-def test_both_layouts_tell_the_same_statements(stored: None, layout: str) -> None:
+def test_both_layouts_tell_the_same_statements(scene: Any, layout: str) -> None:
     def told(server: str) -> list[tuple[Any, ...]]:
         return list(
             Event.objects.filter(server=server)
@@ -252,19 +286,45 @@ def test_both_layouts_tell_the_same_statements(stored: None, layout: str) -> Non
     assert set(prefixes) == {PREFIX}
 
 
-def test_a_stderr_log_in_an_unknown_prefix_says_what_to_give(
-    stored: None, logs: dict[str, list[Path]]
-) -> None:
+def test_a_stderr_log_in_an_unknown_prefix_says_what_to_give(scene: dict[str, list[Path]]) -> None:
     out = io.StringIO()
     call_command(
-        "ingest", str(logs["log"][0]), "--server", "untold", "--format", "pgaudit-stderr", stdout=out
+        "ingest", str(scene["log"][0]), "--server", "untold", "--format", "pgaudit-stderr", stdout=out
     )
     assert ", 1 problems," in out.getvalue()  # one for the file, naming what to give
     problem = ParseProblem.objects.get(source_file__source__server="untold")
     assert "give it as the source's log_line_prefix" in problem.reason
     assert not Event.objects.filter(server="untold", command="Query").exists()
     with pytest.raises(CommandError, match=r"names no %u \(user\), no %d \(database\), no %c \(session id\)"):
-        call_command("ingest", str(logs["log"][0]), "--server", "untold", "--log-line-prefix", "%m [%p] ")
+        call_command("ingest", str(scene["log"][0]), "--server", "untold", "--log-line-prefix", "%m [%p] ")
+
+
+def _told(server: str) -> Counter[tuple[Any, ...]]:
+    rows = Event.objects.filter(server=server).values_list(
+        "occurred_at", "connection_id", "command", "user", "sql", "statement_type", "destructive", "flags"
+    )
+    return Counter((*r[:7], tuple(sorted(r[7]))) for r in rows)
+
+
+def test_a_followed_source_of_the_live_cluster_stores_each_event_once(scene: Any) -> None:
+    """Polled while the server wrote, through two pg_rotate_logfile() rotations and the two
+    restarts' new files: exactly what the straight ingest of the files stores, gaps alike."""
+    followed = Source.objects.get(server=FOLLOWED)
+    assert followed.last_error == "" and followed.enabled
+    assert _told(FOLLOWED) == _told(server_of("csv"))
+    assert sum(_told(FOLLOWED).values()) > 50
+    files = Source.objects.get(server=FOLLOWED).files.count()
+    assert files == len(scene["csv"]) >= 4  # the first, two rotations, the restarts' (one or two)
+    assert not ParseProblem.objects.filter(source_file__source__server=FOLLOWED).exists()
+    assert (
+        not IngestRun.objects.filter(source__server=FOLLOWED).exclude(status=IngestRun.Status.DONE).exists()
+    )
+
+    def gaps(server: str) -> list[tuple[Any, ...]]:
+        rows = Gap.objects.filter(server=server).order_by("started_at", "reason")
+        return list(rows.values_list("reason", "started_at", "ended_at"))
+
+    assert gaps(FOLLOWED) == gaps(server_of("csv"))
 
 
 if __name__ == "__main__":  # play it into a folder to read the logs
