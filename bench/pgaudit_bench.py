@@ -1,6 +1,7 @@
 """Benchmark: pgAudit csvlog, the parser alone and `manage.py ingest` end to end, at 50 and 100 MB.
 
     .venv/bin/python bench/pgaudit_bench.py [--mb 100] [--runs 3] [--no-ingest]
+    .venv/bin/python bench/pgaudit_bench.py --stages [--mb 5]
 
 The traffic is real: the csvlog of tests/fixtures/pgaudit_scene (a private PostgreSQL 15 with
 pgAudit 1.7), its session ids renumbered per copy (so that each copy's sessions are new ones,
@@ -14,6 +15,10 @@ and the minimum is kept:
   classification, gaps, COPY formatting), of the writer (the command's own process: COPY,
   custody, Django start-up included), and of the PostgreSQL backend that served it (from
   /proc/<pid>/stat: the server is on this machine); wall; peak resident memory of each process.
+
+`--stages`: the parsing side alone (what the forked child does, no database) on a file of --mb
+MB, four times, each one stage further: parse; + sessions; + classification, transactions and
+gaps; + COPY formatting. CPU microseconds an event, the minimum of --runs.
 
 The machine is shared: wall time is what the others leave, CPU seconds are the figures to
 trust. Events/s "by CPU" is events over the busiest process's CPU seconds (the two processes
@@ -32,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -123,6 +129,51 @@ def ingest_child(path: str) -> dict[str, object]:
     }
 
 
+def stages(path: Path, runs: int) -> None:
+    """CPU us an event of the parsing side, one stage further each time (see the docstring)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
+    os.environ.setdefault("SECRET_KEY", "bench")
+    import django
+
+    django.setup()
+    from zoneinfo import ZoneInfo
+
+    from ingest.events import EventRecord
+    from ingest.normalize import GapFinder, SessionTracker, classifier_for
+    from ingest.parsers import by_name
+    from ingest.parsers.records import Hints
+    from ingest.rows import RowFormatter
+    from ingest.tail import open_log
+
+    print("| stage (cumulative) | CPU us an event |")
+    print("| --- | --- |")
+    for stage, name in enumerate(("parse", "+ sessions", "+ classification, gaps", "+ COPY formatting")):
+        best, count = float("inf"), 0
+        for _ in range(runs):
+            started = time.process_time()
+            tracker = SessionTracker("bench", ZoneInfo("UTC"), dialect="postgres")
+            items: Any = by_name("pgaudit-csv").parse(open_log(path).lines, hints=Hints())
+            if stage >= 1:
+                items = tracker.process(items)
+            if stage >= 2:
+                finder = GapFinder()
+                finder.dialect = "postgres"
+                items = finder.process(classifier_for("postgres")(items, tracker.routines))
+            count, batch = 0, []
+            formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
+            for item in items:
+                count += 1
+                if stage == 3 and isinstance(item, EventRecord):
+                    batch.append(item)
+                    if len(batch) >= 20_000:
+                        formatter.format(batch)
+                        batch = []
+            if batch:
+                formatter.format(batch)
+            best = min(best, time.process_time() - started)
+        print(f"| {name} | {best / count * 1e6:.0f} |")
+
+
 def _psql(url: str, sql: str) -> None:
     subprocess.run(["psql", url, "-qc", sql], check=True, capture_output=True)
 
@@ -162,6 +213,7 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--no-ingest", action="store_true", help="the parser alone")
+    parser.add_argument("--stages", action="store_true", help="the parsing side's stages, CPU us an event")
     parser.add_argument("--parse-child")
     parser.add_argument("--ingest-child")
     args = parser.parse_args()
@@ -172,6 +224,12 @@ def main() -> int:
         print(json.dumps(ingest_child(args.ingest_child)))
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
+    if args.stages:
+        path = OUT / f"pgaudit-stages-{args.mb}mb.csv"
+        make(path, args.mb)
+        stages(path, args.runs)
+        path.unlink()
+        return 0
     results = []
     for mb in (args.mb // 2, args.mb):
         path = OUT / f"pgaudit-{mb}mb.csv"

@@ -145,10 +145,16 @@ def _transaction(event: EventRecord) -> FlagCorrection | None:
 
 # -- gaps ------------------------------------------------------------------------------------------
 
-_RESET_AUDIT_RE = re.compile(r"\A\s*RESET\s+(?:ALL\b|pgaudit\.log\b)", re.IGNORECASE)
-# A session's `SET [SESSION|LOCAL] pgaudit.log = '...'` (or TO), and the classes it names.
+# RESET pgaudit.log (or RESET ALL), and SET pgaudit.log TO DEFAULT, which is the same.
+_RESET_AUDIT_RE = re.compile(
+    r"\A\s*(?:RESET\s+(?:ALL\b|pgaudit\.log\b)"
+    r"|SET\s+(?:SESSION\s+|LOCAL\s+)?pgaudit\.log\s*(?:=|\bTO\b)\s*DEFAULT\s*;?\s*\Z)",
+    re.IGNORECASE,
+)
+# A session's `SET [SESSION|LOCAL] pgaudit.log = '...'` (or TO, or one bare word), and its classes.
 _SET_AUDIT_RE = re.compile(
-    r"\A\s*SET\s+(?:SESSION\s+|LOCAL\s+)?pgaudit\.log\s*(?:=|\bTO\b)\s*'(?P<value>[^'\n]{0,1000})'\s*;?\s*\Z",
+    r"\A\s*SET\s+(?:SESSION\s+|LOCAL\s+)?pgaudit\.log\s*(?:=|\bTO\b)\s*"
+    r"(?:'(?P<value>[^'\n]{0,1000})'|(?P<word>(?!DEFAULT\b)[A-Za-z_]{1,40}))\s*;?\s*\Z",
     re.IGNORECASE,
 )
 _CONFIG_RE = re.compile(
@@ -265,11 +271,14 @@ class PgAuditWatch:
         when = event.occurred_at
         ok = event.command == "Query" and "failed" not in event.flags
         quiet = self.quiet.get(key)
-        setting = _SET_AUDIT_RE.match(event.sql) if ok and event.statement_type == "SET" else None
-        reset = ok and event.statement_type == "RESET" and _RESET_AUDIT_RE.match(event.sql) is not None
+        m = _SET_AUDIT_RE.match(event.sql) if ok and event.statement_type == "SET" else None
+        setting = None if m is None else m["value"] if m["value"] is not None else m["word"]
+        reset = (
+            ok and event.statement_type in ("RESET", "SET") and _RESET_AUDIT_RE.match(event.sql) is not None
+        )
         if quiet is not None and (
             reset
-            or (setting is not None and logs_writes(setting["value"]))
+            or (setting is not None and logs_writes(setting))
             or (audited and "WRITE" in (event.extra or {}).get("classes", "").split(","))
             or event.command == "Quit"
         ):
@@ -287,8 +296,8 @@ class PgAuditWatch:
                     + (" it ended" if event.command == "Quit" else " this record"),
                 )
             )
-        elif setting is not None and not logs_writes(setting["value"]):
-            self.quiet[key] = [_iso(when), event.line, event.offset, setting["value"]]
+        elif setting is not None and not logs_writes(setting):
+            self.quiet[key] = [_iso(when), event.line, event.offset, setting]
         elif quiet is None and (reset or setting is not None):
             before = _time(self.last.get(key))
             what = "reset pgaudit.log" if reset else "set pgaudit.log back to record writes"
