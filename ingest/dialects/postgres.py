@@ -144,7 +144,7 @@ def _type(words: list[str]) -> str:
 # again empty when full (a log's working set of shapes is small).
 _CACHE_ENTRIES = 20_000
 _CACHE_CHARS = 16 << 20
-_EXACT_MAX_LEN = 4096
+_EXACT_MAX_LEN = 1024  # (at most 20 MB of verbatim keys)
 _EXACT: dict[tuple[str, tuple[str, ...]], Verdict] = {}
 _SHAPES: dict[tuple[str, tuple[str, ...]], Verdict] = {}
 _cache_chars = [0]
