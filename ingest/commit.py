@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from django.db import transaction
 
@@ -41,10 +42,13 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[GapRecord]) 
     anything followed it (a followed file, a table pull); the read that finds the next record
     sends it again with its end, which closes the open row, whichever was stored first."""
     closing = [g for g in gaps if g.reason == Gap.Reason.LOGGING_OFF and g.ended_at is not None]
+    # Nearly every gap closes in the batch that opened it: one query finds the few rows left open
+    # (by another file or an earlier read), and only those are updated, not one query a gap.
+    stored_open = _open_rows(source) if closing else set()
     new: list[GapRecord] = []
     for g in gaps:
         # Opened while another file of the source was read (its statement was that file's end).
-        if g in closing and _close_gap(source, g, exclude=source_file):
+        if g in closing and _key(g) in stored_open and _close_gap(source, g, exclude=source_file):
             continue
         new.append(g)
     Gap.objects.bulk_create(
@@ -63,16 +67,37 @@ def _store_gaps(source: Source, source_file: SourceFile, gaps: list[GapRecord]) 
         ],
         ignore_conflicts=True,  # the same gap, found by an earlier run over the same bytes
     )
-    for g in closing:  # (after the insert: an open row another worker committed meanwhile)
-        _close_gap(source, g, only=source_file)
+    if closing:  # (after the insert: an open row another worker committed meanwhile)
+        stored_open = _open_rows(source, source_file)
+        for g in closing:
+            if _key(g) in stored_open:
+                _close_gap(source, g, only=source_file)
+
+
+def _key(gap: GapRecord) -> tuple[int, int, datetime | None]:
+    return gap.line, gap.offset, gap.started_at
+
+
+def _open_rows(
+    source: Source, source_file: SourceFile | None = None
+) -> set[tuple[int, int, datetime | None]]:
+    """(line, offset, start) of the server's logging-off rows stored open (of one file)."""
+    rows = Gap.objects.filter(
+        source_file__source__server=source.server, reason=Gap.Reason.LOGGING_OFF, ended_at=None
+    )
+    if source_file is not None:
+        rows = rows.filter(source_file=source_file)
+    return set(rows.values_list("line", "byte_offset", "started_at"))
 
 
 def _close_gap(
     source: Source, gap: GapRecord, *, only: SourceFile | None = None, exclude: SourceFile | None = None
 ) -> bool:
-    """Give an open logging-off row of the source (the same statement) its end; whether one was."""
+    """Give an open logging-off row of the server (the same statement: line, offset and start) its
+    end; whether one was. The server's, not only the source's: `manage.py ingest` makes a source
+    per file, and a blind spot opened in one file may end in the next."""
     rows = Gap.objects.filter(
-        source_file__source=source,
+        source_file__source__server=source.server,
         reason=gap.reason,
         line=gap.line,
         byte_offset=gap.offset,
@@ -83,7 +108,7 @@ def _close_gap(
         rows = rows.filter(source_file=only)
     if exclude is not None:
         rows = rows.exclude(source_file=exclude)
-    return rows.update(ended_at=gap.ended_at) > 0
+    return rows.update(ended_at=gap.ended_at, detail=storable(gap.detail)[:1000]) > 0
 
 
 def commit_batch(

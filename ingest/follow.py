@@ -302,7 +302,11 @@ def _read_file(source: Source, run: IngestRun, read: Read, done_before: int) -> 
     content = ContentReader(c, f)
     hasher = FileHasher(known.hash_state, known.hashed_bytes, content)
     lines = FileLines(f, start.offset, start.line, limit, partial_ok=read.finish)
-    hints = Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=last_time)
+    hints = Hints(
+        mtime_year=datetime.fromtimestamp(c.mtime, UTC).year,
+        last_time=last_time,
+        log_line_prefix=source.log_line_prefix or None,
+    )
 
     def produce() -> Generator[Batch, None, None]:
         return tail_messages(

@@ -39,6 +39,14 @@ class Source(models.Model):
     timezone = models.CharField(
         max_length=64, default="UTC", help_text="Zone of timestamps the log prints without one"
     )
+    log_line_prefix = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text=(
+            "PostgreSQL stderr logs only: the server's log_line_prefix, exactly as postgresql.conf"
+            " sets it (empty: one of the prefixes AuditWeb knows)"
+        ),
+    )
     interval_seconds = models.PositiveIntegerField(default=60)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)

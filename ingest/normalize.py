@@ -60,6 +60,10 @@ def unstorable_problem(record: LogRecord) -> Problem | None:
     a lone UTF-16 surrogate from a JSON `\\ud800`): its event is stored with those characters
     left out (ingest.textsafe.displayable), its raw bytes keep them, and this says so, where the
     operator looks. None for a record without any (nearly all)."""
+    values = [getattr(record, name) or "" for name in _SESSION_FIELDS]
+    values += [v for v in record.extra.values() if isinstance(v, str)]
+    if not unstorable("".join(values)):  # (one search for nearly every record)
+        return None
     fields = [name for name in _SESSION_FIELDS if (v := getattr(record, name)) and unstorable(v)]
     fields += [key for key, v in record.extra.items() if isinstance(v, str) and unstorable(v)]
     if not fields:
@@ -1308,8 +1312,10 @@ class GapFinder:
             found += self.pgaudit.see(item)
             yield from found
         gap = self.open_gap()
-        if gap is not None:  # nothing recorded after it in this file
-            self.pgaudit.off = None
+        if gap is not None and not self.pgaudit.reported:  # nothing recorded after it in this file
+            # Stored open once; it stays open in the state, so that the next file of the server
+            # (a restart, a reload) can close it (ingest.commit closes the open row).
+            self.pgaudit.reported = True
             yield gap
 
     def _process_oracle(self, items: Iterable[Any]) -> Iterator[Any]:

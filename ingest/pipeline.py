@@ -119,7 +119,11 @@ def ingest_file(
     carried = None
     if tracker.last_time is not None:  # a file before this one of the same set was read
         carried = tracker.last_time.astimezone(ZoneInfo(source.timezone)).replace(tzinfo=None)
-    hints = Hints(mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year, last_time=carried)
+    hints = Hints(
+        mtime_year=datetime.fromtimestamp(path.stat().st_mtime, UTC).year,
+        last_time=carried,
+        log_line_prefix=source.log_line_prefix or None,
+    )
     gaps = gap_finder or GapFinder()
 
     def read() -> Generator[Batch | FileEnd, None, None]:

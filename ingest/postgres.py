@@ -145,8 +145,22 @@ def _transaction(event: EventRecord) -> FlagCorrection | None:
 
 # -- gaps ------------------------------------------------------------------------------------------
 
-_RESET_AUDIT_RE = re.compile(r"\A\s*RESET\s+(?:ALL\b|pgaudit\.log\b)", re.IGNORECASE)
-_CONFIG_RE = re.compile(r'\Aparameter "pgaudit\.log" changed to "(?P<value>[^"\n]{0,4096})"\Z')
+# RESET pgaudit.log (or RESET ALL), and SET pgaudit.log TO DEFAULT, which is the same.
+_RESET_AUDIT_RE = re.compile(
+    r"\A\s*(?:RESET\s+(?:ALL\b|pgaudit\.log\b)"
+    r"|SET\s+(?:SESSION\s+|LOCAL\s+)?pgaudit\.log\s*(?:=|\bTO\b)\s*DEFAULT\s*;?\s*\Z)",
+    re.IGNORECASE,
+)
+# A session's `SET [SESSION|LOCAL] pgaudit.log = '...'` (or TO, or one bare word), and its classes.
+_SET_AUDIT_RE = re.compile(
+    r"\A\s*SET\s+(?:SESSION\s+|LOCAL\s+)?pgaudit\.log\s*(?:=|\bTO\b)\s*"
+    r"(?:'(?P<value>[^'\n]{0,1000})'|(?P<word>(?!DEFAULT\b)[A-Za-z_]{1,40}))\s*;?\s*\Z",
+    re.IGNORECASE,
+)
+_CONFIG_RE = re.compile(
+    r'\Aparameter "pgaudit\.log" (?:changed to "(?P<value>[^"\n]{0,4096})"'
+    r"|(?P<removed>removed from configuration file, reset to default))\Z"
+)
 _MAX_SESSIONS = 10_000  # sessions whose last time is remembered (the oldest is forgotten first)
 
 
@@ -158,31 +172,57 @@ def _time(text: str | None) -> datetime | None:
     return datetime.fromisoformat(text) if text else None
 
 
+def logs_writes(value: str) -> bool:
+    """Whether a pgaudit.log value records writes: it names `write` or `all`, not `-write`."""
+    classes = {c.strip().lower() for c in value.split(",")}
+    return bool(classes & {"write", "all"}) and "-write" not in classes
+
+
 class PgAuditWatch:
     """Where a PostgreSQL log shows that pgAudit did not record, as gaps of reason logging_off.
 
+    For the whole server:
     - `parameter "pgaudit.log" changed to "none"` (a reload after ALTER SYSTEM or an edited
-      postgresql.conf): for the whole server, until the next change of it to another value
-      (open until then). The server's own lines (connections, errors) go on meanwhile, so
-      the next record does not close it, unlike MySQL's logs switched off.
-    - `RESET pgaudit.log` (or RESET ALL) in a session: pgAudit logs a SET after it ran, under
-      the new setting, so a `SET pgaudit.log = 'none'` never reaches the log while the RESET
-      that ends it does. The gap runs from that session's last record before it to the RESET:
-      what the session ran between may be missing (a session that reset a setting it never
-      changed shows the same line: the detail says "may").
+      postgresql.conf), or `parameter "pgaudit.log" removed from configuration file, reset to
+      default` (ALTER SYSTEM RESET where postgresql.conf does not set it: pgAudit's default is
+      none) opens it. The server's own lines (connections, errors) go on meanwhile, so the next
+      record does not close it, unlike MySQL's logs switched off. It ends at the next change to
+      another value, or, after a restart (which reads the files again and logs no change), at
+      the last start before the first statement pgAudit records again (open until then).
+    For one session:
+    - `RESET pgaudit.log` (or RESET ALL), or a `SET pgaudit.log` to a value that logs writes:
+      pgAudit logs a SET after it ran, under the new setting, so a `SET pgaudit.log = 'none'`
+      never reaches the log while the statement that ends it does. The gap runs from that
+      session's last record before it: what the session ran between may be missing (a session
+      that set a setting it never changed shows the same line: the detail says "may").
+    - a logged `SET pgaudit.log` to a value without writes (`'misc_set'`: logged, since the new
+      value logs SETs) opens one for that session; its next RESET or SET of pgaudit.log to
+      writes, a write pgAudit records, or its end (the setting ends with the session) ends it.
     State (to_state) is plain data, kept in the gap finder's.
     """
 
     def __init__(self) -> None:
         self.off: list[Any] | None = None  # [time, line, offset] of the change to "none"
+        self.started: str | None = None  # the last server start since, while off
+        self.reported = False  # the open gap was stored open at the end of a file
         self.last: OrderedDict[str, str | None] = OrderedDict()  # session key -> its last time
+        self.quiet: dict[str, list[Any]] = {}  # session key -> [time, line, offset, value] of its SET
 
     def to_state(self) -> dict[str, Any]:
-        return {"off": list(self.off) if self.off else None, "last": list(self.last.items())}
+        return {
+            "off": list(self.off) if self.off else None,
+            "started": self.started,
+            "reported": self.reported,
+            "last": list(self.last.items()),
+            "quiet": [[k, *v] for k, v in self.quiet.items()],
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.off = list(state["off"]) if state.get("off") else None
+        self.started = state.get("started")
+        self.reported = bool(state.get("reported"))
         self.last = OrderedDict((k, v) for k, v in state.get("last", []))
+        self.quiet = {q[0]: list(q[1:]) for q in state.get("quiet", [])}
 
     def open_gap(self) -> GapRecord | None:
         """The server-wide gap nothing has closed yet, as it stands now (open: no end)."""
@@ -191,30 +231,76 @@ class PgAuditWatch:
         when, line, offset = self.off
         return GapRecord("logging_off", _time(when), None, line, offset, _OFF_DETAIL)
 
-    def see(self, event: EventRecord) -> list[GapRecord]:
-        found: list[GapRecord] = []
+    def _config(self, event: EventRecord) -> list[GapRecord]:
+        m = _CONFIG_RE.match(event.sql)
+        if m is None:
+            return []
+        value = "none" if m["removed"] else m["value"].strip().lower()
         when = event.occurred_at
+        if value in ("none", "") and self.off is None:
+            self.off, self.started, self.reported = [_iso(when), event.line, event.offset], None, False
+        elif value not in ("none", "") and self.off is not None:
+            started, line, offset = self.off
+            self.off, self.started = None, None
+            return [GapRecord("logging_off", _time(started), when, line, offset, _OFF_DETAIL)]
+        return []
+
+    def see(self, event: EventRecord) -> list[GapRecord]:
         if event.command == "Config":
-            m = _CONFIG_RE.match(event.sql)
-            if m is not None:
-                value = m["value"].strip().lower()
-                if value in ("none", "") and self.off is None:
-                    self.off = [_iso(when), event.line, event.offset]
-                elif value not in ("none", "") and self.off is not None:
-                    started, line, offset = self.off
-                    self.off = None
-                    found.append(GapRecord("logging_off", _time(started), when, line, offset, _OFF_DETAIL))
-            return found
+            return self._config(event)
+        if event.command == "Server start":
+            if self.off is not None:
+                self.started = _iso(event.occurred_at)
+            self.quiet.clear()  # (every session ended with the server)
+            return []
+        found: list[GapRecord] = []
+        audited = event.command == "Query" and bool(event.extra and event.extra.get("audit_type"))
+        if audited and self.off is not None and self.started is not None:
+            # The server started again since pgaudit.log went to none, and pgAudit records: the
+            # start read a configuration that logs (a restart logs no `changed to` line).
+            started, line, offset = self.off
+            found.append(
+                GapRecord(
+                    "logging_off", _time(started), _time(self.started), line, offset, _OFF_DETAIL + _RESTARTED
+                )
+            )
+            self.off, self.started = None, None
         key = event.session.key
         if event.connection_id is None:
             return found
-        if (
-            event.command == "Query"
-            and event.statement_type == "RESET"
-            and "failed" not in event.flags
-            and _RESET_AUDIT_RE.match(event.sql)
+        when = event.occurred_at
+        ok = event.command == "Query" and "failed" not in event.flags
+        quiet = self.quiet.get(key)
+        m = _SET_AUDIT_RE.match(event.sql) if ok and event.statement_type == "SET" else None
+        setting = None if m is None else m["value"] if m["value"] is not None else m["word"]
+        reset = (
+            ok and event.statement_type in ("RESET", "SET") and _RESET_AUDIT_RE.match(event.sql) is not None
+        )
+        if quiet is not None and (
+            reset
+            or (setting is not None and logs_writes(setting))
+            or (audited and "WRITE" in (event.extra or {}).get("classes", "").split(","))
+            or event.command == "Quit"
         ):
+            del self.quiet[key]
+            began, line, offset, value = quiet
+            found.append(
+                GapRecord(
+                    "logging_off",
+                    _time(began),
+                    when,
+                    line,
+                    offset,
+                    f"{event.user or 'this session'} set pgaudit.log = '{value[:100]}' (no writes) for"
+                    " its session: pgAudit recorded none of its writes until"
+                    + (" it ended" if event.command == "Quit" else " this record"),
+                )
+            )
+        elif setting is not None and not logs_writes(setting):
+            self.quiet[key] = [_iso(when), event.line, event.offset, setting]
+        elif quiet is None and (reset or setting is not None):
             before = _time(self.last.get(key))
+            what = "reset pgaudit.log" if reset else "set pgaudit.log back to record writes"
             found.append(
                 GapRecord(
                     "logging_off",
@@ -222,7 +308,7 @@ class PgAuditWatch:
                     when,
                     event.line,
                     event.offset,
-                    f"{event.user or 'this session'} reset pgaudit.log: pgAudit logs a SET after it ran, so"
+                    f"{event.user or 'this session'} {what}: pgAudit logs a SET after it ran, so"
                     " a `SET pgaudit.log = 'none'` before it is never in the log; what this session ran"
                     " since its record before may be missing",
                 ),
@@ -234,9 +320,15 @@ class PgAuditWatch:
         self.last.move_to_end(key)
         if len(self.last) > _MAX_SESSIONS:
             self.last.popitem(last=False)
+        if len(self.quiet) > _MAX_SESSIONS:  # (bounded: sessions that never end)
+            self.quiet.pop(next(iter(self.quiet)))
         return found
 
 
+_RESTARTED = (
+    "; the server started again with a configuration that logs (a restart writes no `changed to`"
+    " line: the first statement pgAudit recorded after it shows it)"
+)
 _OFF_DETAIL = (
     'the server reloaded pgaudit.log = "none": pgAudit recorded no statement of any session until'
     " it changed again (the server's own lines, connections and errors, went on)"

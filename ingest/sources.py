@@ -25,6 +25,9 @@ from ingest.alerts import note_source_health
 from ingest.checkpoints import pattern_problem
 from ingest.models import Event, Gap, IngestRun, Source
 from ingest.mysql_table import password_env_problem
+from ingest.parsers import AUTO
+from ingest.parsers.pgaudit_stderr import NAME as PGAUDIT_STDERR
+from ingest.parsers.pgaudit_stderr import prefix_problem
 
 DELIVERY_HISTORY = timedelta(days=30)  # how far back deliveries teach a source's rhythm
 DELIVERY_RUNS = 1000  # and among how many of its newest runs
@@ -55,6 +58,7 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             "format",
             "server",
             "timezone",
+            "log_line_prefix",
             "interval_seconds",
             "quiet_seconds",
             "enabled",
@@ -76,6 +80,8 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             (Source.Kind.BINLOG_REPLICA.value, "Binary log pulled from the server as a replica"),
             (Source.Kind.ORACLE_TABLE.value, Source.Kind.ORACLE_TABLE.label),
         ]
+        # A prefix's spaces are the server's separators (its usual last character is one).
+        self.fields["log_line_prefix"].strip = False
 
     def clean_timezone(self) -> str:
         return time_zone(self.cleaned_data["timezone"])
@@ -102,6 +108,13 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
             raise forms.ValidationError(problem)
         return name
 
+    def clean_log_line_prefix(self) -> str:
+        prefix = str(self.cleaned_data["log_line_prefix"])
+        problem = prefix_problem(prefix) if prefix else None
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return prefix
+
     def clean_interval_seconds(self) -> int:
         value = int(self.cleaned_data["interval_seconds"])
         if value < 1:
@@ -111,6 +124,15 @@ class SourceForm(forms.ModelForm):  # type: ignore[type-arg]  # generic in djang
     def clean(self) -> dict[str, object]:
         data = super().clean() or {}
         kind = data.get("kind")
+        if data.get("log_line_prefix"):
+            # Only a stderr log is read through it; with "auto" the prefix says which format it is
+            # (a log in an unknown prefix cannot be told from its bytes).
+            if data.get("format") == AUTO:
+                data["format"] = PGAUDIT_STDERR
+            elif data.get("format") != PGAUDIT_STDERR:
+                self.add_error(
+                    "log_line_prefix", f"Only a {PGAUDIT_STDERR} source is read through a log_line_prefix."
+                )
         if kind == Source.Kind.FILE:
             problem = pattern_problem(str(data.get("path") or ""))
             if problem is not None:

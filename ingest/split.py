@@ -135,7 +135,11 @@ def _scan(
             fmt=followed_format(source, c.head),
             lines=lines,
             finish=read.finish,
-            hints=Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=start.last_time),
+            hints=Hints(
+                mtime_year=datetime.fromtimestamp(c.mtime, UTC).year,
+                last_time=start.last_time,
+                log_line_prefix=source.log_line_prefix or None,
+            ),
             tracker=tracker,
             gaps=gaps,
             formatter=None,
@@ -207,7 +211,11 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
     tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
     lines = FileLines(f, offset, start.line, limit, partial_ok=chunk.finish)
-    hints = Hints(mtime_year=datetime.fromtimestamp(c.mtime, UTC).year, last_time=start.last_time)
+    hints = Hints(
+        mtime_year=datetime.fromtimestamp(c.mtime, UTC).year,
+        last_time=start.last_time,
+        log_line_prefix=source.log_line_prefix or None,
+    )
 
     def produce() -> Generator[Batch, None, None]:
         return tail_messages(

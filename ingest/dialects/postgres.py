@@ -26,15 +26,16 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ErrorLevel
 
-__all__ = ["Verdict", "classify", "config_change"]
+__all__ = ["Verdict", "classify", "clear_cache", "config_change", "shape"]
 
 MAX_PARSE = 64 * 1024  # longer texts are read by the patterns only (sqlglot is not linear)
 
 # Comments, string literals ('', E'', $tag$...$tag$) and quoted names, in one linear pass;
-# strings become '' so that nothing inside them is read as SQL.
+# strings become '' so that nothing inside them is read as SQL; quoted names stay as written.
 _MASK_RE = re.compile(
     r"""
-      --[^\n]*+
+      (?P<name>"(?:[^"]|"")*+")                 # a quoted name: kept as it is
+    | --[^\n]*+
     | /\*(?:[^*]|\*(?!/))*+\*/
     | [Ee]?'(?:[^'\\]|''|\\.)*+'
     | \$(?P<tag>[A-Za-z_]?\w{0,62})\$
@@ -98,6 +99,10 @@ def _masked(sql: str) -> str:
             out.append(sql[pos:])
             break
         out.append(sql[pos : m.start()])
+        if m["name"] is not None:
+            out.append(m["name"])
+            pos = m.end()
+            continue
         if m["tag"] is not None:
             close = sql.find(m.group(), m.end())
             pos = n if close < 0 else close + len(m.group())
@@ -131,14 +136,63 @@ def _type(words: list[str]) -> str:
     return first
 
 
+# Verdicts already worked out. A log repeats its statements: verbatim (an application's
+# prepared `$1` text), or with other literals. `_EXACT` answers a verbatim repeat with one dict
+# lookup; `_SHAPES` answers a statement of the same shape (comments gone, string literals
+# emptied, numbers outside quoted names made `?`, whitespace folded: nothing a verdict reads),
+# so sqlglot runs once a shape. Both are bounded in entries and characters of keys, and start
+# again empty when full (a log's working set of shapes is small).
+_CACHE_ENTRIES = 20_000
+_CACHE_CHARS = 16 << 20
+_EXACT_MAX_LEN = 1024  # (at most 20 MB of verbatim keys)
+_EXACT: dict[tuple[str, tuple[str, ...]], Verdict] = {}
+_SHAPES: dict[tuple[str, tuple[str, ...]], Verdict] = {}
+_cache_chars = [0]
+# A number outside a quoted name ("t 1" stays), as a whole word: `t1` and `$1`'s name stay.
+_NUMBER_RE = re.compile(r'"(?:[^"]|"")*+"|(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?![\w$])')
+_SPACE_RE = re.compile(r"\s+")
+
+
+def shape(sql: str) -> str:
+    """The text a verdict depends on: comments gone, literals `''` and `?`, spaces folded."""
+    bare = _masked(sql)
+    bare = _NUMBER_RE.sub(lambda m: m.group() if m.group()[0] == '"' else "?", bare)
+    return _SPACE_RE.sub(" ", bare).strip()
+
+
+def clear_cache() -> None:
+    """Forget every verdict (tests and benchmarks)."""
+    _EXACT.clear()
+    _SHAPES.clear()
+    _cache_chars[0] = 0
+
+
 def classify(sql: str, commands: Sequence[str] = ()) -> Verdict:
     """The verdict on one statement. `commands`: pgAudit's COMMAND of each of its entries
     (sub-statements too): a sub-statement that deletes makes the whole statement destructive,
     so a `SELECT f()` whose function deletes is."""
+    exact = (sql, tuple(commands))
+    known = _EXACT.get(exact)
+    if known is not None:
+        return known
     try:
-        return _classify(sql, commands)
+        if len(sql) > MAX_PARSE:  # read by the patterns only: not worth a cache entry
+            return _classify(sql, commands)
+        key = (shape(sql), exact[1])
+        verdict = _SHAPES.get(key)
+        if verdict is None:
+            verdict = _classify(sql, commands)
+            if len(_SHAPES) >= _CACHE_ENTRIES or _cache_chars[0] > _CACHE_CHARS:
+                clear_cache()
+            _SHAPES[key] = verdict
+            _cache_chars[0] += len(key[0])
     except Exception:  # a bug of ours on a hostile text must not stop an ingest
         return Verdict("UNKNOWN", False, frozenset({"unparsed"}), ())
+    if len(sql) <= _EXACT_MAX_LEN:
+        if len(_EXACT) >= _CACHE_ENTRIES:
+            _EXACT.clear()
+        _EXACT[exact] = verdict
+    return verdict
 
 
 def _classify(sql: str, commands: Sequence[str]) -> Verdict:
@@ -198,11 +252,15 @@ def _anti_forensic(words: list[str], bare: str) -> bool:
     return first == "DROP" and _DROP_PGAUDIT_RE.match(bare) is not None
 
 
-_CONFIG_RE = re.compile(r'parameter "(?P<name>[^"\n]{1,200})" changed to "(?P<value>[^\n]{0,4096})"\Z')
+_CONFIG_RE = re.compile(
+    r'parameter "(?P<name>[^"\n]{1,200})"'
+    r' (?:changed to "(?P<value>[^\n]{0,4096})"|removed from configuration file, reset to default)\Z'
+)
 
 
 def config_change(message: str) -> bool:
-    """Whether the server's reload line (`parameter "x" changed to "y"`) weakens the logs:
-    a pgaudit.* or log_* setting changed (to anything: the line says what the server now logs)."""
+    """Whether the server's reload line (`parameter "x" changed to "y"`, or `... removed from
+    configuration file, reset to default`) weakens the logs: a pgaudit.* or log_* setting
+    changed (to anything: the line says what the server now logs)."""
     m = _CONFIG_RE.match(message)
     return m is not None and _LOG_SETTING_RE.fullmatch(m["name"]) is not None

@@ -14,8 +14,9 @@ The layout modules (pgaudit_csv, pgaudit_json, pgaudit_stderr) cut their bytes i
 - an ERROR whose statement pgAudit did not log (refused before it ran, failed DML: with
   `pgaudit.log_rows` pgAudit writes at the end of execution, statements in an aborted
   transaction) -> Query with that statement, status = SQLSTATE, `extra["audited"] = "no"`;
-- `starting PostgreSQL ...` -> ServerStart; `parameter "x" changed to "y"` (a reload) -> a
-  Config record; other server chatter (checkpoints, connection received...) is no record.
+- `starting PostgreSQL ...` -> ServerStart; `parameter "x" changed to "y"` and `parameter "x"
+  removed from configuration file, reset to default` (a reload) -> a Config record; other
+  server chatter (checkpoints, connection received...) is no record.
 
 Records come out in the order of their first byte. A statement's lines need not be adjacent
 in the file (other sessions write between them): its record's `raw` is its lines joined, and
@@ -110,7 +111,7 @@ def parse_entry(message: str) -> Entry | None:
     """The fields of `AUDIT: ...`, or None when they are not pgAudit's."""
     body = message[7:]  # after "AUDIT: "
     try:
-        fields = next(csv.reader([body], strict=True))
+        fields = next(csv.reader((body,), strict=True))
     except (csv.Error, StopIteration):
         return None
     if len(fields) < 7 or len(fields) > 10 or fields[0] not in ("SESSION", "OBJECT"):
@@ -162,6 +163,19 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
     when the text is no time."""
     if not text:
         return None, None
+    if (
+        len(text) == 27
+        and text.endswith(" UTC")
+        and text[10] == " "
+        and text[19] == "."
+        and text[20:23].isdigit()
+    ):
+        # csvlog's and jsonlog's `2024-05-01 10:00:00.123 UTC` (%m with log_timezone UTC): most
+        # lines of most logs, read without the pattern.
+        try:
+            return datetime.fromisoformat(text[:23]).replace(tzinfo=UTC), None
+        except ValueError:
+            pass  # the pattern below says
     m = _TIME_RE.match(text.strip())
     if m is None:
         return None, None
@@ -208,6 +222,11 @@ def session_number(session: str | None) -> int | None:
 _AUTHORIZED_RE = re.compile(r"connection authorized: user=(?P<user>\S*)(?: database=(?P<db>\S*))?")
 _APPLICATION_RE = re.compile(r" application_name=(?P<app>.*?)(?: SSL enabled| GSS|\Z)", re.S)
 _PARAMETER_RE = re.compile(r'parameter "(?P<name>[^"\n]{1,200})" changed to "(?P<value>.{0,4096})"\Z', re.S)
+# A reload after the setting left every configuration file (ALTER SYSTEM RESET over a
+# postgresql.conf that does not set it): the server goes back to the setting's default.
+_REMOVED_RE = re.compile(
+    r'parameter "(?P<name>[^"\n]{1,200})" removed from configuration file, reset to default\Z'
+)
 _START_RE = re.compile(r"starting (?P<version>PostgreSQL .{1,400})\Z", re.S)
 # Refused logins, by SQLSTATE where the layout gives one, else by the server's words (English).
 _LOGIN_STATES = ("28", "3D000")
@@ -281,6 +300,7 @@ class Assembler:
         # Records yielded whose lines other records' lines interrupt: (first offset, first line,
         # end of their last line). A resume point must not fall inside one (see Resumer).
         self.reach: list[tuple[int, int, int]] = []
+        self.keep_reach = False  # a Resumer's: a one-shot read never asks, and must not hold them
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
         for line in lines:
@@ -309,7 +329,12 @@ class Assembler:
             if head.item is None:
                 return
             del self.queue[offset]
-            if len(head.lines) > 1 and isinstance(head.item, LogRecord) and "parts" in head.item.extra:
+            if (
+                self.keep_reach
+                and len(head.lines) > 1
+                and isinstance(head.item, LogRecord)
+                and "parts" in head.item.extra
+            ):
                 last = head.lines[-1]
                 self.reach.append((offset, head.first.line, last.offset + len(last.raw)))
             yield head.item
@@ -368,6 +393,12 @@ class Assembler:
                     record = _record(line, "Config", message.encode("utf-8", "surrogatepass"), status=None)
                     record.extra["parameter"] = m["name"]
                     record.extra["value"] = m["value"]
+                    return record
+                m = _REMOVED_RE.match(message)
+                if m is not None:
+                    record = _record(line, "Config", message.encode("utf-8", "surrogatepass"), status=None)
+                    record.extra["parameter"] = m["name"]
+                    record.extra["reset_to_default"] = "yes"
                     return record
             return None
         if line.severity not in _ERRORS:
@@ -523,6 +554,7 @@ class Resumer:
     def __init__(self, messages: Messages, start_offset: int, start_line: int) -> None:
         self.messages = messages
         self.assembler = Assembler()
+        self.assembler.keep_reach = True
         self.start = (start_offset, start_line)
         self.end = (start_offset, start_line)  # after the last message given to the assembler
         self.read_to: tuple[int, int] | None = None  # after every line fed, once finished

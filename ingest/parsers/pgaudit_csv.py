@@ -72,6 +72,10 @@ def _int(text: str) -> int | None:
 
 
 def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterator[ServerLine | Problem]:
+    # One csv reader for the whole file, handed one record's text at a time (a reader per
+    # record costs more than the parsing of it); after an error it is made again.
+    texts: list[str] = []
+    reader = csv.reader(iter(texts.pop, None), strict=True)
     for offset, line, raw, too_long in _records(lines, start_offset, start_line):
         if too_long:
             yield Problem(
@@ -82,13 +86,22 @@ def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterat
             )
             continue
         text = raw.decode("utf-8", "surrogateescape")
+        texts.append(text.rstrip("\r\n"))
         try:
-            rows = list(csv.reader([text.rstrip("\r\n")], strict=True))
+            c = next(reader)
         except csv.Error as error:
+            texts.clear()
+            reader = csv.reader(iter(texts.pop, None), strict=True)
             yield Problem(line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"not a csvlog record: {error}")
             continue
-        if len(rows) != 1 or len(rows[0]) not in _COLUMNS:
-            count = len(rows[0]) if len(rows) == 1 else 0
+        except IndexError:  # a quote still open where the text ends: the reader asked for more
+            reader = csv.reader(iter(texts.pop, None), strict=True)
+            yield Problem(
+                line, offset, raw[:PROBLEM_EXCERPT_BYTES], "not a csvlog record: unexpected end of data"
+            )
+            continue
+        if len(c) not in _COLUMNS:
+            count = len(c)
             if not text.strip():
                 continue
             yield Problem(
@@ -98,7 +111,6 @@ def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterat
                 f"not a csvlog record: {count} columns, not 23, 24 or 26",
             )
             continue
-        c = rows[0]
         host, _, port = c[4].rpartition(":") if c[4] and not c[4].startswith("[") else (c[4], "", "")
         yield ServerLine(
             line=line,

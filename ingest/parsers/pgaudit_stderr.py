@@ -34,6 +34,7 @@ __all__ = [
     "UnsupportedPrefix",
     "compile_prefix",
     "parse",
+    "prefix_problem",
     "recognise",
     "resumable",
     "time_digits",
@@ -169,6 +170,15 @@ def _prefix(text: str) -> Prefix:
 
 # Stock prefixes that name no session: recognised so that the refusal can say so.
 _NO_SESSION_RE = re.compile(rb"\A\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})? [^ \n]{1,32} \[\d+\] ")
+
+
+def prefix_problem(prefix: str) -> str | None:
+    """Why a log_line_prefix a source is given cannot read pgAudit lines (what it lacks), or None."""
+    try:
+        compile_prefix(prefix)
+    except UnsupportedPrefix as error:
+        return str(error)
+    return None
 
 
 def recognise(head: bytes) -> bool:

@@ -82,6 +82,9 @@ class Hints:
     # a general log reopened in the same second prints no time on its first records (server
     # local time, naive).
     last_time: datetime | None = None
+    # A PostgreSQL stderr log's log_line_prefix, as the server's configuration gives it (its
+    # source's): read with it rather than guessed among the prefixes known (pgaudit_stderr).
+    log_line_prefix: str | None = None
 
 
 NO_HINTS = Hints()

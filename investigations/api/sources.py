@@ -48,8 +48,9 @@ class SourceSerializer(serializers.ModelSerializer):
         model = Source
         fields = [
             "id", "name", "kind", "path", "dsn", "password_env", "format", "server", "timezone",
-            "interval_seconds", "quiet_seconds", "enabled", "health", "state", "state_reason",
-            "last_polled_at", "last_data_at", "expected_interval_seconds", "suspect_after_seconds",
+            "log_line_prefix", "interval_seconds", "quiet_seconds", "enabled", "health", "state",
+            "state_reason", "last_polled_at", "last_data_at", "expected_interval_seconds",
+            "suspect_after_seconds",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -8,7 +8,7 @@ ROLLBACK: the scene itself does not log that class.
 
 from __future__ import annotations
 
-from ingest.events import EventRecord, FlagCorrection
+from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.normalize import GapFinder, SessionTracker, classifier_for, classify_events
 from ingest.parsers import by_name, dialect_of
 from ingest.postgres import classify_postgres_events
@@ -117,3 +117,39 @@ def test_statements_and_tables_as_postgres_names_them() -> None:
         ("SET", (), False, True),
     ]
     assert found[0].session.program == "shop-web"
+
+
+def _gaps(lines: list[bytes]) -> list[tuple[str, str, str]]:
+    """(start, end, detail) of each logging_off gap of alice's session, times as printed."""
+    fmt = "pgaudit-stderr"
+    tracker = SessionTracker("pg", dialect=dialect_of(fmt))
+    finder = GapFinder()
+    finder.dialect = tracker.dialect
+    stream = classifier_for(tracker.dialect)(tracker.process(by_name(fmt).parse(lines)), tracker.routines)
+    return [
+        (g.started_at.strftime("%S.%f")[:6], g.ended_at.strftime("%S.%f")[:6] if g.ended_at else "", g.detail)
+        for g in finder.process(stream)
+        if isinstance(g, GapRecord) and g.reason == "logging_off"
+    ]
+
+
+def test_a_session_s_blind_spot_ends_at_its_set_back_its_reset_or_its_end() -> None:
+    delete = audit(1, "WRITE", "DELETE", "DELETE FROM shop.orders WHERE id = 1", "shop.orders", "1")
+    # SET TO DEFAULT is a RESET: what the session ran since its record before may be missing.
+    (back,) = _gaps(log(CONNECT, delete, audit(2, "MISC", "SET", "SET pgaudit.log TO DEFAULT")))
+    assert back[:2] == ("10.010", "10.020") and "may be missing" in back[2]
+    # A bare word that logs no writes opens one, that the session's end closes.
+    (ended,) = _gaps(
+        log(
+            CONNECT,
+            audit(1, "MISC", "SET", "SET pgaudit.log = misc_set"),
+            "disconnection: session time: 0:00:01",
+        )
+    )
+    assert ended[:2] == ("10.010", "10.020") and ended[2].endswith("until it ended")
+    # A value without writes then one with them: from the one to the other, nothing "may".
+    quiet = audit(1, "MISC", "SET", "\"SET pgaudit.log = 'ddl, misc_set'\"")  # (quoted: CSV)
+    (closed,) = _gaps(log(CONNECT, quiet, audit(2, "MISC", "SET", "\"SET pgaudit.log = 'all, -read'\"")))
+    assert closed[:2] == ("10.010", "10.020") and "'ddl, misc_set' (no writes)" in closed[2]
+    # `all, -write` logs no writes: still open where the lines end (stored when the session ends).
+    assert _gaps(log(CONNECT, audit(1, "MISC", "SET", "\"SET pgaudit.log = 'all, -write'\""))) == []

@@ -64,6 +64,36 @@ def test_it_refuses_a_password_in_the_dsn(operator_client) -> None:
     assert not Source.objects.exists()
 
 
+def _pg_source(tmp_path: Path, **fields: object) -> dict[str, object]:
+    return {"name": "pg1 stderr", "kind": "file", "path": str(tmp_path / "postgresql-*.log"),
+            "password_env": "", "format": "auto", "server": "pg1", "timezone": "UTC",
+            "interval_seconds": 10, "quiet_seconds": 600, **fields}  # fmt: skip
+
+
+def test_a_postgresql_stderr_source_takes_its_servers_log_line_prefix(
+    operator_client, tmp_path: Path
+) -> None:
+    prefix = "%m|%u|%d|%c|%p|%a| "
+    response = operator_client.post("/sources/new/", _pg_source(tmp_path, log_line_prefix=prefix))
+    source = Source.objects.get(name="pg1 stderr")
+    assert response.status_code == 302
+    # "auto" cannot tell a log in a prefix it does not know: the prefix makes it a stderr log.
+    assert (source.log_line_prefix, source.format) == (prefix, "pgaudit-stderr")
+
+
+def test_a_log_line_prefix_without_a_session_is_refused_naming_what_it_lacks(
+    operator_client, tmp_path: Path
+) -> None:
+    response = operator_client.post("/sources/new/", _pg_source(tmp_path, log_line_prefix="%m [%p] %q%u@%d "))
+    page = response.content.decode()
+    assert response.status_code == 200 and "names no %c (session id)" in page
+    response = operator_client.post(
+        "/sources/new/", _pg_source(tmp_path, log_line_prefix="%m %c %u %d ", format="general-log")
+    )
+    assert "Only a pgaudit-stderr source is read through a log_line_prefix." in response.content.decode()
+    assert not Source.objects.exists()
+
+
 def test_the_source_page_shows_runs_with_progress_and_escaped_problems(
     investigator_client, tmp_path: Path
 ) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.dialects.postgres import classify, config_change
+from ingest.dialects.postgres import classify, clear_cache, config_change, shape
 from ingest.parsers import pgaudit_csv
 from ingest.parsers.records import LogRecord
 
@@ -100,3 +100,30 @@ def test_hostile_text_is_linear_and_never_raises() -> None:
         "/*" * 50_000,
     ):
         classify(sql)
+
+
+def test_a_cached_verdict_is_the_one_worked_out_afresh() -> None:
+    """sqlglot runs once a statement shape: every scene statement, and each with other literals,
+    is answered from the cache exactly as it is worked out with the cache empty."""
+    statements = []
+    for r in _queries():
+        if r.command == "Query":
+            commands = [c[2] for c in json.loads(r.extra.get("commands", "[]"))]
+            statements.append((r.argument.decode(), commands, _verdict(r)))
+    variants = [
+        ("DELETE FROM shop.orders WHERE total < 20", "DELETE FROM shop.orders WHERE total < 7"),
+        ("SET pgaudit.log = 'none'", "SET pgaudit.log = 'write'"),
+        ('SELECT "a--b" FROM t1', 'SELECT "a--c" FROM t2'),  # (no comment inside a quoted name)
+        ('DELETE FROM "t 1"', 'DELETE FROM "t 2"'),  # (numbers in quoted names are names)
+    ]
+    for first, second in variants:
+        classify(first)
+        statements.append((second, [], classify(second)))
+    for sql, commands, cached in statements:
+        clear_cache()
+        assert classify(sql, commands) == cached, sql
+    assert classify('SELECT "a--c" FROM t2').tables == ("t2",)
+    assert shape('SELECT "a--b" FROM t1') != shape('SELECT "a--c" FROM t2')
+    assert (
+        shape("DELETE FROM t WHERE id = 42 -- x\n AND n = 'o''k'") == "DELETE FROM t WHERE id = ? AND n = ''"
+    )

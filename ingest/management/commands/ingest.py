@@ -20,14 +20,16 @@ from ingest.models import BinlogFile, IngestRun
 from ingest.normalize import GapFinder, SessionTracker
 from ingest.parsers import AUTO, NAMES
 from ingest.parsers.detect import UnknownFormat
+from ingest.parsers.pgaudit_stderr import NAME as PGAUDIT_STDERR
+from ingest.parsers.pgaudit_stderr import prefix_problem
 from ingest.pipeline import ingest_file, source_for_path
 
 
 class Command(BaseCommand):
     help = (
-        "Ingest MySQL/MariaDB log files (plain or .gz), binary logs among them. Give rotated files "
-        "oldest first: connections that span two files keep their user. Ingesting a file again "
-        "stores nothing new."
+        "Ingest MySQL/MariaDB (binary logs among them) and PostgreSQL pgAudit log files (plain or "
+        ".gz). Give rotated files oldest first: connections that span two files keep their user. "
+        "Ingesting a file again stores nothing new."
     )
     # A data command run often (cron, scripts): Django's system checks of the whole project
     # (models, URLs, templates) take a fifth of a second each time; `manage.py check` runs them.
@@ -42,6 +44,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--timezone", default="UTC", help="Zone of timestamps the log prints without one (default: UTC)"
         )
+        parser.add_argument(
+            "--log-line-prefix",
+            default="",
+            help=(
+                "A PostgreSQL stderr log's log_line_prefix, exactly as postgresql.conf sets it (it must"
+                " name the time, %%u, %%d and %%c); implies --format pgaudit-stderr"
+            ),
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         paths: list[Path] = options["paths"]
@@ -53,6 +63,15 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Unknown time zone {options['timezone']!r}; use a name like Europe/Berlin."
             ) from None
+        prefix = str(options["log_line_prefix"])
+        if prefix:
+            problem = prefix_problem(prefix)
+            if problem is not None:
+                raise CommandError(problem)
+            if fmt == AUTO:
+                fmt = PGAUDIT_STDERR
+            elif fmt != PGAUDIT_STDERR:
+                raise CommandError(f"--log-line-prefix is for --format {PGAUDIT_STDERR} only, not {fmt}")
         for path in paths:
             if not path.is_file():
                 raise CommandError(f"{path}: no such file")
@@ -62,6 +81,9 @@ class Command(BaseCommand):
         started = time.monotonic()
         for path in paths:
             source = source_for_path(path, server=server, fmt=fmt, tz=tz.key)
+            if prefix and source.log_line_prefix != prefix:  # the server's, as it stands now
+                source.log_line_prefix = prefix
+                source.save(update_fields=["log_line_prefix"])
             bar = tqdm(
                 total=path.stat().st_size,
                 unit="B",
