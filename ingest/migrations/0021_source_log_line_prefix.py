@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ingest", "0017_binlog"),
+        ("ingest", "0020_source_kind_oracle_table"),
     ]
 
     operations = [
