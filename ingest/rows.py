@@ -82,14 +82,29 @@ def _copy_array(items: Iterable[str]) -> str:
 class FormattedBatch:
     """A batch of events in PostgreSQL's COPY text format, with what the store needs besides.
 
-    Plain data (picklable): the parsing process makes it, the writing process stores it.
+    Plain data (picklable): the parsing process makes it, the writing process stores it. The
+    COPY lines travel as one UTF-8 buffer, not a list of strings: a buffer crosses the pipe as
+    one copy of its bytes, where thousands of strings were pickled and unpickled one by one,
+    and it is what COPY sends anyway.
     """
 
-    rows: list[str]  # one COPY line per event
+    copy: bytes  # one COPY line per event, each ending in a newline (which no value holds)
+    count: int  # how many lines (events) `copy` holds
     sessions: list[tuple[int, *tuple[object, ...]]]  # session rows to upsert, id first (_session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
     alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
     offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
+
+    @property
+    def lines(self) -> list[bytes]:
+        """The COPY lines, newline included. Values hold no raw newline or CR (_copy_text escapes
+        them), so each line ends at the first."""
+        return self.copy.splitlines(keepends=True)
+
+    @property
+    def rows(self) -> list[str]:
+        """The COPY lines as text, newline included."""
+        return [line.decode() for line in self.lines]
 
 
 def _session_row(s: SessionInfo) -> tuple[int, *tuple[object, ...]]:
@@ -127,7 +142,8 @@ class RowFormatter:
         sessions = {e.session.key: e.session for e in events}
         self._alerts = []
         return FormattedBatch(
-            rows=[self._row(e) for e in events],
+            copy="".join([self._row(e) for e in events]).encode(),
+            count=len(events),
             sessions=[_session_row(s) for s in sessions.values()],
             months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
             alerts=self._alerts,
