@@ -58,14 +58,37 @@ def _copy_text(value: str | None) -> str:
     return value.translate(_COPY_ESCAPES) if _NEEDS_ESCAPE.search(value) else value
 
 
-# Raw bytes that are printable ASCII (most log records) go to COPY as bytea's escape format,
-# their own length; the rest as hex, twice theirs. Less for PostgreSQL to read and decode.
-_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+# Raw bytes that are printable ASCII with tabs and line ends (nearly every log record: its
+# fields are tab-separated and it ends in a newline) go to COPY as bytea's escape format, about
+# their own length: a backslash doubled, a tab, newline or CR as an octal escape (each of those
+# backslashes doubled again for COPY). The rest go as hex, twice their length. Half the bytes
+# for PostgreSQL to read and decode, and for the pipe and the row digests.
+_ESCAPABLE = re.compile(rb"[\t\n\r\x20-\x7e]*")
+_CONTROL_OR_BACKSLASH = re.compile(r"[\\\t\n\r]")
 
 
 def _copy_bytea(raw: bytes) -> str:
-    """A bytea value for COPY: the bytes themselves when printable (a backslash doubled for bytea,
-    and each of those doubled again for COPY), else `\\x` and hex."""
+    """A bytea value for COPY: the bytes themselves in the escape format when they are printable
+    ASCII, tabs and line ends (see above), else `\\x` and hex."""
+    if _ESCAPABLE.fullmatch(raw):
+        text = raw.decode("ascii")
+        if _CONTROL_OR_BACKSLASH.search(text) is None:
+            return text
+        return (
+            text.replace("\\", "\\\\\\\\")
+            .replace("\t", "\\\\011")
+            .replace("\n", "\\\\012")
+            .replace("\r", "\\\\015")
+        )
+    return "\\\\x" + raw.hex()
+
+
+_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+
+
+def _legacy_copy_bytea(raw: bytes) -> str:
+    """How _copy_bytea wrote raw bytes before issue 22 (tabs and line ends as hex): the custody
+    chain's digests of events written then are of that line (ingest.verify tries both)."""
     if _PRINTABLE.fullmatch(raw):
         text = raw.decode("ascii")
         return text.replace("\\", "\\\\\\\\") if "\\" in text else text
@@ -134,6 +157,7 @@ class RowFormatter:
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
         self._last_iso = ""  # read only once _last_time is set
+        self._months: set[date] = set()  # the months of the batch being formatted
 
     def format(self, events: Sequence[EventRecord]) -> FormattedBatch:
         for cache in (self._who, self._what, self._session_ids):
@@ -141,11 +165,14 @@ class RowFormatter:
                 cache.clear()
         sessions = {e.session.key: e.session for e in events}
         self._alerts = []
+        self._months = set()
+        self._last_time = None  # (each batch's months are found again by _row)
+        copy = "".join([self._row(e) for e in events]).encode()
         return FormattedBatch(
-            copy="".join([self._row(e) for e in events]).encode(),
+            copy=copy,
             count=len(events),
             sessions=[_session_row(s) for s in sessions.values()],
-            months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
+            months=self._months,
             alerts=self._alerts,
             offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
         )
@@ -167,6 +194,8 @@ class RowFormatter:
         else:
             when = self._last_iso = occurred.isoformat()
             self._last_time = occurred
+            # The month (partition) of each new time only: per event it cost a tenth of _row.
+            self._months.add(month_of(occurred))
         key = (e.server, e.connection_id, e.user, e.host, e.ip, e.database, e.command)
         who = self._who.get(key)
         if who is None:
@@ -224,10 +253,11 @@ class RowFormatter:
         )
 
 
-def stored_copy_line(row: dict[str, Any], flags: list[str]) -> str:
+def stored_copy_line(row: dict[str, Any], flags: list[str], *, legacy_raw: bool = False) -> str:
     """The COPY line RowFormatter wrote for an event, made again from its stored columns (`flags`
     as they were written, without those added later): the custody chain's digest of each event
-    is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row."""
+    is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row.
+    `legacy_raw`: the raw bytes as written before issue 22 (_legacy_copy_bytea)."""
     occurred = row["occurred_at"]
     when = NULL if occurred is None else occurred.isoformat()
 
@@ -251,7 +281,7 @@ def stored_copy_line(row: dict[str, Any], flags: list[str]) -> str:
                 _copy_text(row["fingerprint"]),
                 number(row["rows_affected"]),
                 _copy_text(row["status"]),
-                _copy_bytea(bytes(row["raw"])),
+                (_legacy_copy_bytea if legacy_raw else _copy_bytea)(bytes(row["raw"])),
                 number(row["line"]),
                 number(row["byte_offset"]),
                 "\\\\x" + bytes(row["record_hash"]).hex(),

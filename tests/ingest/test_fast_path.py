@@ -6,7 +6,7 @@ No database: the pre-checks of the parsing process, and the COPY buffer a batch 
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -120,3 +120,16 @@ def test_a_batch_buffer_holds_one_line_per_event_whatever_the_values_hold() -> N
 def test_an_empty_batch_is_an_empty_buffer() -> None:
     batch = RowFormatter(source_file_id=4, ingest_run_id=None).format([])
     assert (batch.copy, batch.count, batch.lines) == (b"", 0, [])
+
+
+def test_each_batch_names_the_months_of_its_events_even_when_the_tracker_shares_a_time() -> None:
+    formatter = RowFormatter(source_file_id=4, ingest_run_id=5)
+    late = datetime(2026, 1, 31, 23, 59, 59, tzinfo=UTC)
+    events = [event("SELECT 1", b"x\n", i) for i in range(1, 5)]
+    events[0].occurred_at = datetime(2025, 12, 31, 23, 0, tzinfo=UTC)
+    events[1].occurred_at = events[2].occurred_at = events[3].occurred_at = late  # one object
+    assert formatter.format(events[:2]).months == {date(2025, 12, 1), date(2026, 1, 1)}
+    # The next batch begins with the very object the last one ended with: still its month.
+    assert formatter.format(events[2:]).months == {date(2026, 1, 1)}
+    events[3].occurred_at = None
+    assert formatter.format(events[3:]).months == set()
