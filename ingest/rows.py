@@ -58,18 +58,19 @@ def _copy_text(value: str | None) -> str:
     return value.translate(_COPY_ESCAPES) if _NEEDS_ESCAPE.search(value) else value
 
 
-# Raw bytes that are printable ASCII with tabs and line ends (nearly every log record: its
-# fields are tab-separated and it ends in a newline) go to COPY as bytea's escape format, about
-# their own length: a backslash doubled, a tab, newline or CR as an octal escape (each of those
-# backslashes doubled again for COPY). The rest go as hex, twice their length. Half the bytes
-# for PostgreSQL to read and decode, and for the pipe and the row digests.
-_ESCAPABLE = re.compile(rb"[\t\n\r\x20-\x7e]*")
-_CONTROL_OR_BACKSLASH = re.compile(r"[\\\t\n\r]")
+# Raw bytes that are printable ASCII with tabs, line ends and NULs (nearly every log record: its
+# fields are tab-separated, it ends in a newline, and some clients end statements with a NUL) go
+# to COPY as bytea's escape format, about their own length: a backslash doubled, a tab, newline,
+# CR or NUL as an octal escape (each of those backslashes doubled again for COPY). The rest go
+# as hex, twice their length. Half the bytes for PostgreSQL to read and decode, and for the pipe
+# and the row digests.
+_ESCAPABLE = re.compile(rb"[\x00\t\n\r\x20-\x7e]*")
+_CONTROL_OR_BACKSLASH = re.compile(r"[\\\x00\t\n\r]")
 
 
 def _copy_bytea(raw: bytes) -> str:
     """A bytea value for COPY: the bytes themselves in the escape format when they are printable
-    ASCII, tabs and line ends (see above), else `\\x` and hex."""
+    ASCII, tabs, line ends and NULs (see above), else `\\x` and hex."""
     if _ESCAPABLE.fullmatch(raw):
         text = raw.decode("ascii")
         if _CONTROL_OR_BACKSLASH.search(text) is None:
@@ -79,6 +80,7 @@ def _copy_bytea(raw: bytes) -> str:
             .replace("\t", "\\\\011")
             .replace("\n", "\\\\012")
             .replace("\r", "\\\\015")
+            .replace("\x00", "\\\\000")
         )
     return "\\\\x" + raw.hex()
 
@@ -87,7 +89,7 @@ _PRINTABLE = re.compile(rb"[\x20-\x7e]*")
 
 
 def _legacy_copy_bytea(raw: bytes) -> str:
-    """How _copy_bytea wrote raw bytes before issue 22 (tabs and line ends as hex): the custody
+    """How _copy_bytea wrote raw bytes before issue 22 (tabs, line ends, NULs as hex): the custody
     chain's digests of events written then are of that line (ingest.verify tries both)."""
     if _PRINTABLE.fullmatch(raw):
         text = raw.decode("ascii")

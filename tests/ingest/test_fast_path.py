@@ -103,6 +103,7 @@ def test_a_batch_buffer_holds_one_line_per_event_whatever_the_values_hold() -> N
         ("SELECT '\\\\'", b"\\\n"),
         ("SELECT 'é \u2028 \x85 \x1c'", "é \u2028 \x85 \x1c\n".encode()),
         ("SELECT 1", bytes(range(256))),
+        ("SELECT 2", b"\t\tSELECT 2\x00\n"),
     ]
     events = [event(sql, raw, i + 1) for i, (sql, raw) in enumerate(hostile)]
     batch = RowFormatter(source_file_id=4, ingest_run_id=5).format(events)
