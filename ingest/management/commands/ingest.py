@@ -99,10 +99,9 @@ class Command(BaseCommand):
                 f"{run.problems} problems (run {run.pk})"
             )
         joined = 0
-        # After both sides are stored; nothing to do without binlogs (join_binlogs asks the same
-        # first), and without them its modules are not even loaded: a tenth of a second of start-up.
+        # After both sides are stored; nothing to do without binlogs (join_binlogs asks the same first).
         if BinlogTransaction.objects.filter(server=server).exists():
-            from ingest.binlog_join import join_binlogs
+            from ingest.binlog_join import join_binlogs  # here: without binlogs, no start-up cost
 
             joined = join_binlogs(server)
         if joined:
