@@ -35,6 +35,12 @@ def row_digest(line: str) -> bytes:
     return hashlib.sha256(line.encode()).digest()[:ROW_DIGEST_BYTES]
 
 
+def copy_digests(lines: Sequence[bytes]) -> bytes:
+    """row_digest of each COPY line, given as the bytes written (ingest.rows.FormattedBatch.lines)."""
+    sha256 = hashlib.sha256
+    return b"".join([sha256(line).digest()[:ROW_DIGEST_BYTES] for line in lines])
+
+
 # -- a SHA-256 that can be saved and resumed ---------------------------------------------------------
 
 # OpenSSL's SHA256_CTX (<openssl/sha.h>, unchanged since 0.9.8): h[8], Nl, Nh, data[16], num, md_len,
@@ -203,12 +209,13 @@ def chain_events(
     source_id: int,
     source_file_id: int,
     ingest_run_id: int | None,
-    rows: Sequence[str],
+    lines: Sequence[bytes],
     id_after: int,
     id_last: int,
     offsets: tuple[int, int],
 ) -> None:
-    """Record a batch of events just stored: their COPY lines in id order, the ids they got."""
+    """Record a batch of events just stored: their COPY lines (as written) in id order, the ids
+    they got."""
     append_link(
         source_id=source_id,
         kind="events",
@@ -218,8 +225,8 @@ def chain_events(
         id_last=id_last,
         offset_min=offsets[0],
         offset_max=offsets[1],
-        event_count=len(rows),
-        row_digests=b"".join(row_digest(r) for r in rows),
+        event_count=len(lines),
+        row_digests=copy_digests(lines),
     )
 
 

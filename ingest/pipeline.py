@@ -19,7 +19,6 @@ from django.conf import settings
 from django.db import transaction
 
 from ingest.batch import Batch
-from ingest.binlog_store import ingest_binlog
 from ingest.commit import commit_batch
 from ingest.custody import chain_file_hash
 from ingest.events import EventRecord, FlagCorrection, GapRecord
@@ -98,6 +97,8 @@ def ingest_file(
     if reads_bytes(by_name(fmt)):  # ValueError naming the formats there are, for an unknown one
         opened.lines.close()
         opened.reader.close()
+        from ingest.binlog_store import ingest_binlog  # here: an ingest of text logs never loads it
+
         return ingest_binlog(
             path,
             source=source,

@@ -58,14 +58,39 @@ def _copy_text(value: str | None) -> str:
     return value.translate(_COPY_ESCAPES) if _NEEDS_ESCAPE.search(value) else value
 
 
-# Raw bytes that are printable ASCII (most log records) go to COPY as bytea's escape format,
-# their own length; the rest as hex, twice theirs. Less for PostgreSQL to read and decode.
-_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+# Raw bytes that are printable ASCII with tabs, line ends and NULs (nearly every log record: its
+# fields are tab-separated, it ends in a newline, and some clients end statements with a NUL) go
+# to COPY as bytea's escape format, about their own length: a backslash doubled, a tab, newline,
+# CR or NUL as an octal escape (each of those backslashes doubled again for COPY). The rest go
+# as hex, twice their length. Half the bytes for PostgreSQL to read and decode, and for the pipe
+# and the row digests.
+_ESCAPABLE = re.compile(rb"[\x00\t\n\r\x20-\x7e]*")
+_CONTROL_OR_BACKSLASH = re.compile(r"[\\\x00\t\n\r]")
 
 
 def _copy_bytea(raw: bytes) -> str:
-    """A bytea value for COPY: the bytes themselves when printable (a backslash doubled for bytea,
-    and each of those doubled again for COPY), else `\\x` and hex."""
+    """A bytea value for COPY: the bytes themselves in the escape format when they are printable
+    ASCII, tabs, line ends and NULs (see above), else `\\x` and hex."""
+    if _ESCAPABLE.fullmatch(raw):
+        text = raw.decode("ascii")
+        if _CONTROL_OR_BACKSLASH.search(text) is None:
+            return text
+        return (
+            text.replace("\\", "\\\\\\\\")
+            .replace("\t", "\\\\011")
+            .replace("\n", "\\\\012")
+            .replace("\r", "\\\\015")
+            .replace("\x00", "\\\\000")
+        )
+    return "\\\\x" + raw.hex()
+
+
+_PRINTABLE = re.compile(rb"[\x20-\x7e]*")
+
+
+def _legacy_copy_bytea(raw: bytes) -> str:
+    """How _copy_bytea wrote raw bytes before issue 22 (tabs, line ends, NULs as hex): the custody
+    chain's digests of events written then are of that line (ingest.verify tries both)."""
     if _PRINTABLE.fullmatch(raw):
         text = raw.decode("ascii")
         return text.replace("\\", "\\\\\\\\") if "\\" in text else text
@@ -82,14 +107,29 @@ def _copy_array(items: Iterable[str]) -> str:
 class FormattedBatch:
     """A batch of events in PostgreSQL's COPY text format, with what the store needs besides.
 
-    Plain data (picklable): the parsing process makes it, the writing process stores it.
+    Plain data (picklable): the parsing process makes it, the writing process stores it. The
+    COPY lines travel as one UTF-8 buffer, not a list of strings: a buffer crosses the pipe as
+    one copy of its bytes, where thousands of strings were pickled and unpickled one by one,
+    and it is what COPY sends anyway.
     """
 
-    rows: list[str]  # one COPY line per event
+    copy: bytes  # one COPY line per event, each ending in a newline (which no value holds)
+    count: int  # how many lines (events) `copy` holds
     sessions: list[tuple[int, *tuple[object, ...]]]  # session rows to upsert, id first (_session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
     alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
     offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
+
+    @property
+    def lines(self) -> list[bytes]:
+        """The COPY lines, newline included. Values hold no raw newline or CR (_copy_text escapes
+        them), so each line ends at the first."""
+        return self.copy.splitlines(keepends=True)
+
+    @property
+    def rows(self) -> list[str]:
+        """The COPY lines as text, newline included."""
+        return [line.decode() for line in self.lines]
 
 
 def _session_row(s: SessionInfo) -> tuple[int, *tuple[object, ...]]:
@@ -119,6 +159,7 @@ class RowFormatter:
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
         self._last_iso = ""  # read only once _last_time is set
+        self._months: set[date] = set()  # the months of the batch being formatted
 
     def format(self, events: Sequence[EventRecord]) -> FormattedBatch:
         for cache in (self._who, self._what, self._session_ids):
@@ -126,10 +167,14 @@ class RowFormatter:
                 cache.clear()
         sessions = {e.session.key: e.session for e in events}
         self._alerts = []
+        self._months = set()
+        self._last_time = None  # (each batch's months are found again by _row)
+        copy = "".join([self._row(e) for e in events]).encode()
         return FormattedBatch(
-            rows=[self._row(e) for e in events],
+            copy=copy,
+            count=len(events),
             sessions=[_session_row(s) for s in sessions.values()],
-            months={month_of(e.occurred_at) for e in events if e.occurred_at is not None},
+            months=self._months,
             alerts=self._alerts,
             offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
         )
@@ -151,6 +196,8 @@ class RowFormatter:
         else:
             when = self._last_iso = occurred.isoformat()
             self._last_time = occurred
+            # The month (partition) of each new time only: per event it cost a tenth of _row.
+            self._months.add(month_of(occurred))
         key = (e.server, e.connection_id, e.user, e.host, e.ip, e.database, e.command)
         who = self._who.get(key)
         if who is None:
@@ -208,10 +255,11 @@ class RowFormatter:
         )
 
 
-def stored_copy_line(row: dict[str, Any], flags: list[str]) -> str:
+def stored_copy_line(row: dict[str, Any], flags: list[str], *, legacy_raw: bool = False) -> str:
     """The COPY line RowFormatter wrote for an event, made again from its stored columns (`flags`
     as they were written, without those added later): the custody chain's digest of each event
-    is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row."""
+    is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row.
+    `legacy_raw`: the raw bytes as written before issue 22 (_legacy_copy_bytea)."""
     occurred = row["occurred_at"]
     when = NULL if occurred is None else occurred.isoformat()
 
@@ -235,7 +283,7 @@ def stored_copy_line(row: dict[str, Any], flags: list[str]) -> str:
                 _copy_text(row["fingerprint"]),
                 number(row["rows_affected"]),
                 _copy_text(row["status"]),
-                _copy_bytea(bytes(row["raw"])),
+                (_legacy_copy_bytea if legacy_raw else _copy_bytea)(bytes(row["raw"])),
                 number(row["line"]),
                 number(row["byte_offset"]),
                 "\\\\x" + bytes(row["record_hash"]).hex(),

@@ -69,7 +69,7 @@ SELECT id, record_hash FROM new ORDER BY id
 """  # noqa: S608
 
 
-COPY_CHUNK_ROWS = 2000  # COPY lines (ingest.rows) sent to PostgreSQL in one write
+COPY_CHUNK_BYTES = 1 << 20  # of a batch's COPY lines (ingest.rows) sent to PostgreSQL in one write
 
 # Where each column sits in a COPY line (for the lines of a batch's new events, on the slow path).
 _RECORD_HASH_FIELD = EVENT_COLUMNS.index("record_hash")
@@ -131,7 +131,7 @@ class EventWriter:
 
     def write_formatted(self, batch: FormattedBatch) -> int:
         """Store a formatted batch's events that are not stored yet; return how many were new."""
-        if not batch.rows:
+        if not batch.count:
             return 0
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
@@ -141,7 +141,7 @@ class EventWriter:
             id_after = self._event_id("nextval")
             try:
                 with transaction.atomic():
-                    self._copy("ingest_event", batch.rows)
+                    self._copy("ingest_event", batch.copy)
             except psycopg.errors.UniqueViolation:
                 self.slow_path = True
             except Exception as e:  # Django wraps driver errors; look at the cause.
@@ -150,8 +150,8 @@ class EventWriter:
                 self.slow_path = True
             else:
                 raise_event_alerts(batch.alerts)
-                self._chain(batch.rows, id_after, self._event_id("currval"), batch.offsets)
-                return len(batch.rows)
+                self._chain(batch.lines, id_after, self._event_id("currval"), batch.offsets)
+                return batch.count
         return self._insert_new(batch)
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
@@ -200,12 +200,14 @@ class EventWriter:
         with connection.cursor() as cur:
             cur.execute(_SESSION_UPSERT, columns)
 
-    def _copy(self, table: str, rows: list[str]) -> None:
+    def _copy(self, table: str, data: bytes) -> None:
         raw_cursor = connection.connection.cursor()  # the psycopg cursor: Django's has no COPY
         statement = SQL("COPY {} ({}) FROM STDIN").format(Identifier(table), _COLUMNS)
+        view = memoryview(data)
         with raw_cursor.copy(statement) as copy:
-            for start in range(0, len(rows), COPY_CHUNK_ROWS):
-                copy.write("".join(rows[start : start + COPY_CHUNK_ROWS]).encode())
+            # (COPY's messages need not end at a line: the server reads one stream.)
+            for start in range(0, len(view), COPY_CHUNK_BYTES):
+                copy.write(view[start : start + COPY_CHUNK_BYTES])
 
     def _event_id(self, function: str) -> int:
         """nextval or currval of the events' id sequence (`function` is one of those two names)."""
@@ -217,12 +219,12 @@ class EventWriter:
             cur.execute(statement)
             return cur.fetchone()[0]
 
-    def _chain(self, rows: Sequence[str], id_after: int, id_last: int, offsets: tuple[int, int]) -> None:
+    def _chain(self, lines: Sequence[bytes], id_after: int, id_last: int, offsets: tuple[int, int]) -> None:
         chain_events(
             source_id=self.source_id,
             source_file_id=self.source_file_id,
             ingest_run_id=self.ingest_run_id,
-            rows=rows,
+            lines=lines,
             id_after=id_after,
             id_last=id_last,
             offsets=offsets,
@@ -236,7 +238,7 @@ class EventWriter:
             ).format(_COLUMNS)
             cur.execute(staging.as_string(connection.connection))
             cur.execute("TRUNCATE event_staging")
-        self._copy("event_staging", batch.rows)
+        self._copy("event_staging", batch.copy)
         with connection.cursor() as cur:
             # _COLUMN_LIST is a constant of this module, not input.
             # Only the events new to the store raise alerts: those the insert returns.
@@ -244,9 +246,8 @@ class EventWriter:
             new = cur.fetchall()
         if new:
             # The chain records the new events' lines, in the order of their ids.
-            by_hash = {
-                row.split("\t", _RECORD_HASH_FIELD + 1)[_RECORD_HASH_FIELD][3:]: row for row in batch.rows
-            }
-            rows = [by_hash[bytes(record_hash).hex()] for _, record_hash in new]
-            self._chain(rows, new[0][0] - 1, new[-1][0], batch.offsets)
+            field = _RECORD_HASH_FIELD
+            by_hash = {line.split(b"\t", field + 1)[field][3:]: line for line in batch.lines}
+            lines = [by_hash[bytes(record_hash).hex().encode()] for _, record_hash in new]
+            self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets)
         return len(new)

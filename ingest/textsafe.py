@@ -22,7 +22,10 @@ _NEEDS_CODING = re.compile(r"\\u(?:0000|d[89a-f]|e000)", re.IGNORECASE)
 
 
 def unstorable(value: str) -> bool:
-    """Whether PostgreSQL text would refuse `value`: it holds NUL or a lone surrogate."""
+    """Whether PostgreSQL text would refuse `value`: it holds NUL or a lone surrogate. (ASCII text,
+    nearly every value, can hold only the NUL: a substring test, a third of the regex's cost.)"""
+    if value.isascii():
+        return "\x00" in value
     return _UNSTORABLE.search(value) is not None
 
 

@@ -223,9 +223,18 @@ def verify_batch(
     missing events."""
     where = {"source": source.name, "link": link.seq}
     rows = _batch_rows(link)
-    actual = [row_digest(stored_copy_line(r, _written_flags(v, r, corrections, **where))) for r in rows]
+    written = [_written_flags(v, r, corrections, **where) for r in rows]
+    actual = [row_digest(stored_copy_line(r, flags)) for r, flags in zip(rows, written, strict=True)]
     recorded = bytes(link.row_digests)
     expected = [recorded[i : i + ROW_DIGEST_BYTES] for i in range(0, len(recorded), ROW_DIGEST_BYTES)]
+    if actual != expected:
+        # A batch written before issue 22 wrote raw bytes with tabs and line ends as hex: the same
+        # bytes, another line (rows._legacy_copy_bytea). A batch is written whole by one version:
+        # its digests are those of one way or the other, and neither matches an altered event.
+        pairs = zip(rows, written, strict=True)
+        legacy = [row_digest(stored_copy_line(r, flags, legacy_raw=True)) for r, flags in pairs]
+        if sum(map(bytes.__eq__, legacy, expected)) > sum(map(bytes.__eq__, actual, expected)):
+            actual = legacy
     v.counts["events"] += len(rows)
     if actual == expected and len(expected) == link.event_count:
         return len(rows)

@@ -25,14 +25,26 @@ _LITERAL_START = re.compile(r"(?<![\w'])[xXbB]'|(?<![\w.])0[xb]")
 
 
 def _has_trigger_word(text: str) -> bool:
-    low = text.lower()
-    return any(word in low for word in _TRIGGER_WORDS)
+    return _has_trigger_in(text.lower())
+
+
+def _has_trigger_in(low: str) -> bool:
+    """_TRIGGER_WORDS in lower-cased text, spelt out: `any()` over a generator cost twice as much
+    per statement (it runs on every statement of every log)."""
+    return (
+        "identified" in low
+        or "password" in low
+        or "crypt" in low
+        or "encode" in low
+        or "decode" in low
+        or "authentication_string" in low
+    )
 
 
 def _may_hold_secret(sql: str) -> bool:
-    if _has_trigger_word(sql):
-        return True
     low = sql.lower()
+    if _has_trigger_in(low):
+        return True
     for head in _LITERAL_HEADS:
         if head in low:
             return _LITERAL_START.search(sql) is not None

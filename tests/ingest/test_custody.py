@@ -129,6 +129,26 @@ def test_events_read_again_are_chained_once_and_new_ones_on_the_slow_path(tmp_pa
     assert verify("--all-events")[0] == 0
 
 
+def test_batches_written_before_issue_22_still_verify_and_their_edits_are_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ingest import rows
+
+    # Written as before issue 22: raw bytes with a tab or a line end as hex (other COPY lines,
+    # other digests, the same bytes).
+    monkeypatch.setattr(rows, "_copy_bytea", rows._legacy_copy_bytea)
+    ingest_copy(tmp_path, SCENARIO)
+    monkeypatch.undo()
+    assert "Result: intact." in verify("--all-events")[1]
+    victim = Event.objects.filter(destructive=True).order_by("id").first()
+    assert victim is not None
+    sql("UPDATE ingest_event SET raw = %s WHERE id = %s", [bytes(victim.raw)[:-2] + b"\n", victim.pk])
+    status, out = verify()
+    assert status == 1
+    assert "1 stored event(s) differ from how they were written" in out
+    assert f"(event ids {victim.pk})" in out
+
+
 # -- tampering with the store --------------------------------------------------------------------------
 
 

@@ -126,6 +126,10 @@ def test_values_with_copy_and_array_syntax_are_stored_exactly(ingest_bytes) -> N
         # Printable ASCII, written as it is (with its backslashes doubled twice) ...
         b'{"class":"general","connection_id":3,"general_data":{"query":"a\\\\b \\"c\\" \\\\x41"}}',
         b'{"class":"general","connection_id":3,"general_data":{"query":"\\\\\\\\x00 \\\\N"}}',
+        # Tabs, line ends and backslashes that look like bytea's own escapes, as octal escapes.
+        b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT '\\\\x41\t\\\\012 \\011\\'\r",
+        b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT 1,\n  2,\r\n  3",
+        b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT 'a\\0' /* mariadb-slap ends with a NUL */\x00",
         # ... and anything else as hex: UTF-8, control bytes, invalid UTF-8.
         b'{"class":"general","connection_id":3,"general_data":{"query":"caf\xc3\xa9 \x7f"}}',
         b"2026-01-05T09:00:00.000000Z\t    7 Query\tSELECT '\xff\xfe\x01\\x'",

@@ -15,8 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from ingest.binlog_join import join_binlogs
-from ingest.models import BinlogFile, IngestRun
+from ingest.models import BinlogFile, BinlogTransaction, IngestRun
 from ingest.normalize import GapFinder, SessionTracker
 from ingest.parsers import AUTO, NAMES
 from ingest.parsers.detect import UnknownFormat
@@ -121,7 +120,12 @@ class Command(BaseCommand):
                 f"{path}: {run.events_seen} events read, {run.events_stored} new, "
                 f"{run.problems} problems (run {run.pk})"
             )
-        joined = join_binlogs(server)  # after both sides are stored; nothing to do without binlogs
+        joined = 0
+        # After both sides are stored; nothing to do without binlogs (join_binlogs asks the same first).
+        if BinlogTransaction.objects.filter(server=server).exists():
+            from ingest.binlog_join import join_binlogs  # here: without binlogs, no start-up cost
+
+            joined = join_binlogs(server)
         if joined:
             self.stdout.write(f"{server}: {joined} binlog row statements joined to their statements")
         seconds = max(time.monotonic() - started, 1e-9)

@@ -1,0 +1,112 @@
+"""Benchmark: CPU seconds of each stage of a one-shot ingest's two processes, without a database.
+
+    .venv/bin/python bench/fastpath_bench.py [--log bench/out/slap-general.log] [--runs 5]
+
+Run it from each checkout to compare them (issue 22): `cd /other/checkout && python
+/this/checkout/bench/fastpath_bench.py --log ...` measures that checkout's code. The parsing
+process is run over the general log one stage further each time, as bench/stages_bench.py does:
+parse; + sessions; + classification and gaps; + COPY formatting and pickling each batch for the
+pipe. The writing process's share is then timed on those pickles: unpickling, the COPY buffer,
+the custody chain's row digests. CPU time of this process (time.process_time), the minimum of
+`--runs`; also the COPY bytes per event.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+sys.path.insert(0, os.getcwd())  # the checkout measured is the one this is run from
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
+os.environ.setdefault("SECRET_KEY", "bench")
+
+import django
+
+django.setup()
+
+from ingest import custody  # noqa: E402
+from ingest.events import EventRecord  # noqa: E402
+from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
+from ingest.parsers import by_name  # noqa: E402
+from ingest.parsers.records import Hints  # noqa: E402
+from ingest.rows import RowFormatter  # noqa: E402
+from ingest.tail import open_log  # noqa: E402
+
+STAGES = ("parse", "+ sessions", "+ classify", "+ format, pickle", "writer: unpickle, buffer, digests")
+BATCH = 20_000  # INGEST_BATCH_SIZE's default
+
+
+def items(path: Path, stage: int) -> Iterator[object]:
+    opened = open_log(path)
+    tracker = SessionTracker("bench", ZoneInfo("UTC"))
+    out: Iterator[object] = by_name("general-log").parse(opened.lines, hints=Hints(mtime_year=2026))
+    if stage >= 1:
+        out = tracker.process(out)  # type: ignore[arg-type]  # one variable for every stage's output
+    if stage >= 2:
+        out = GapFinder().process(classify_events(out, tracker.routines))  # type: ignore[arg-type]  # as above
+    return out
+
+
+def parsing(path: Path, stage: int) -> tuple[float, list[bytes]]:
+    start = time.process_time()
+    if stage < 3:
+        for _ in items(path, stage):
+            pass
+        return time.process_time() - start, []
+    formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
+    batch: list[EventRecord] = []
+    pickles = []
+    for item in items(path, stage):
+        if isinstance(item, EventRecord):
+            batch.append(item)
+            if len(batch) >= BATCH:
+                pickles.append(pickle.dumps(("item", formatter.format(batch)), pickle.HIGHEST_PROTOCOL))
+                batch = []
+    pickles.append(pickle.dumps(("item", formatter.format(batch)), pickle.HIGHEST_PROTOCOL))
+    return time.process_time() - start, pickles
+
+
+def writing(pickles: list[bytes]) -> tuple[float, int, int]:
+    """CPU seconds of the writer's own work on the batches; COPY bytes and events."""
+    start = time.process_time()
+    size = events = 0
+    for message in pickles:
+        batch = pickle.loads(message)[1]  # our own pickles, made above
+        if isinstance(getattr(batch, "copy", None), bytes):  # since issue 22: one buffer
+            data, digests = batch.copy, custody.copy_digests(batch.lines)
+        else:  # before: one string per event, joined and encoded by the writer
+            data = "".join(batch.rows).encode()
+            digests = b"".join(custody.row_digest(r) for r in batch.rows)
+        size += len(data)
+        events += len(digests) // custody.ROW_DIGEST_BYTES
+    return time.process_time() - start, size, events
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--log", type=Path, default=Path(__file__).resolve().parent / "out" / "slap-general.log")
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    best = [float("inf")] * len(STAGES)
+    size = events = 0
+    for _ in range(args.runs):
+        for stage in range(4):
+            seconds, pickles = parsing(args.log, stage)
+            best[stage] = min(best[stage], seconds)
+        seconds, size, events = writing(pickles)
+        best[4] = min(best[4], seconds)
+    print(f"checkout {os.getcwd()}: {events:,} events, {size / max(events, 1):.0f} COPY bytes an event")
+    print("| " + " | ".join(STAGES) + " |")
+    print("|" + " --- |" * len(STAGES))
+    print("| " + " | ".join(f"{s:.3f} s" for s in best) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""The ingest fast path's shortcuts (issue 22) decide exactly what the long way decides.
+
+No database: the pre-checks of the parsing process, and the COPY buffer a batch crosses the pipe as.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, date, datetime
+
+import pytest
+
+from ingest.custody import ROW_DIGEST_BYTES, copy_digests, row_digest
+from ingest.events import EventRecord, SessionInfo
+from ingest.normalize import unstorable_problem
+from ingest.parsers.records import LogRecord
+from ingest.rows import RowFormatter
+from ingest.sql.secrets import _TRIGGER_WORDS, _may_hold_secret, mask_secrets
+from ingest.textsafe import _UNSTORABLE, unstorable
+
+
+@pytest.mark.parametrize("word", _TRIGGER_WORDS)
+def test_every_trigger_word_in_any_case_still_triggers_the_secret_check(word: str) -> None:
+    for spelt in (word, word.upper(), word.title()):
+        assert _may_hold_secret(f"SELECT 1 /* {spelt} */")
+
+
+def test_a_statement_without_trigger_or_literal_skips_masking() -> None:
+    sql = "INSERT INTO t1 VALUES (1804289383,'mxvtvmC9127qJNm06sGB8R92q2j7')"
+    assert not _may_hold_secret(sql)
+    assert mask_secrets(sql) is sql
+    assert "*****" in mask_secrets("SET PASSWORD FOR 'a'@'%' = PASSWORD('hunter2')")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "localhost", "a\x00b", "\x00", "café", "caf\x00é", "x\ud800", "\udfff", "ok \u2028 line", "日本"],
+)
+def test_unstorable_agrees_with_the_full_expression(value: str) -> None:
+    assert unstorable(value) is (_UNSTORABLE.search(value) is not None)
+
+
+def record(**fields: object) -> LogRecord:
+    base: dict[str, object] = {
+        "line": 7,
+        "offset": 700,
+        "raw": b"raw\n",
+        "occurred_at": None,
+        "connection_id": 3,
+        "command": "Query",
+        "argument": b"SELECT 1",
+    }
+    return LogRecord(**{**base, **fields})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "found"),
+    [
+        ({}, False),
+        ({"user": "root", "host": "localhost", "ip": "10.0.0.1", "database": "shop"}, False),
+        ({"user": "rené", "host": "hôte"}, False),  # not ASCII, yet storable
+        ({"user": "ro\x00ot"}, True),
+        ({"host": "h\ud800"}, True),
+        ({"database": "db\x00"}, True),
+        ({"status": "\x00"}, True),
+        ({"extra": {"program_name": "cli\x00"}}, True),
+        ({"extra": {"program_name": "mysql"}}, False),
+    ],
+)
+def test_unstorable_problem_finds_a_nul_or_surrogate_in_any_field(fields: dict, found: bool) -> None:
+    problem = unstorable_problem(record(**fields))
+    assert (problem is not None) is found
+    if problem is not None:
+        assert (problem.line, problem.offset) == (7, 700)
+
+
+def event(sql: str, raw: bytes, offset: int) -> EventRecord:
+    session = SessionInfo(key="db1/boot/3", server="db1", boot="boot", connection_id=3)
+    return EventRecord(
+        occurred_at=datetime(2026, 11, 25, 4, 0, offset % 60, tzinfo=UTC),
+        server="db1",
+        session=session,
+        connection_id=3,
+        user="root",
+        host="localhost",
+        ip=None,
+        database="shop",
+        command="Query",
+        sql=sql,
+        raw=raw,
+        line=offset,
+        offset=offset,
+        tables=("shop.t",),
+        flags={"unattributed"},
+    )
+
+
+def test_a_batch_buffer_holds_one_line_per_event_whatever_the_values_hold() -> None:
+    hostile = [
+        ("SELECT 'a\nb'", b"x\n"),
+        ("SELECT 'tab\there'", b"\t\t\n"),
+        ("SELECT 'cr\r\nlf'", b"\r\n"),
+        ("SELECT '\\\\'", b"\\\n"),
+        ("SELECT 'é \u2028 \x85 \x1c'", "é \u2028 \x85 \x1c\n".encode()),
+        ("SELECT 1", bytes(range(256))),
+        ("SELECT 2", b"\t\tSELECT 2\x00\n"),
+    ]
+    events = [event(sql, raw, i + 1) for i, (sql, raw) in enumerate(hostile)]
+    batch = RowFormatter(source_file_id=4, ingest_run_id=5).format(events)
+    assert batch.count == len(batch.lines) == len(batch.rows) == len(events)
+    assert b"".join(batch.lines) == batch.copy
+    assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in batch.lines)
+    # One field per column on every line: no value's tab or newline leaked into the format.
+    assert {line.count(b"\t") for line in batch.lines} == {24}
+    # The chain's digests of the buffer are those of each line as text (what verify makes again).
+    digests = copy_digests(batch.lines)
+    assert digests == b"".join(row_digest(row) for row in batch.rows)
+    assert digests[:ROW_DIGEST_BYTES] == hashlib.sha256(batch.lines[0]).digest()[:ROW_DIGEST_BYTES]
+
+
+def test_an_empty_batch_is_an_empty_buffer() -> None:
+    batch = RowFormatter(source_file_id=4, ingest_run_id=None).format([])
+    assert (batch.copy, batch.count, batch.lines) == (b"", 0, [])
+
+
+def test_each_batch_names_the_months_of_its_events_even_when_the_tracker_shares_a_time() -> None:
+    formatter = RowFormatter(source_file_id=4, ingest_run_id=5)
+    late = datetime(2026, 1, 31, 23, 59, 59, tzinfo=UTC)
+    events = [event("SELECT 1", b"x\n", i) for i in range(1, 5)]
+    events[0].occurred_at = datetime(2025, 12, 31, 23, 0, tzinfo=UTC)
+    events[1].occurred_at = events[2].occurred_at = events[3].occurred_at = late  # one object
+    assert formatter.format(events[:2]).months == {date(2025, 12, 1), date(2026, 1, 1)}
+    # The next batch begins with the very object the last one ended with: still its month.
+    assert formatter.format(events[2:]).months == {date(2026, 1, 1)}
+    events[3].occurred_at = None
+    assert formatter.format(events[3:]).months == set()
