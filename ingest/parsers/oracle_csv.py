@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from ingest.parsers.oracle_audit import DIALECT, MAX_RECORD_BYTES, row_record, time_digits
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem, checked_integers
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem, checked_integers, csv_records
 
 __all__ = ["DIALECT", "LABEL", "NAME", "parse", "recognise", "time_digits"]
 
@@ -43,32 +43,6 @@ def structure(line: bytes) -> bool:
     return not line.strip() or _FEEDBACK_RE.match(line) is not None or _HEADER_RE.match(line) is not None
 
 
-def _records(lines: Iterable[bytes], offset: int, line: int) -> Iterator[tuple[int, int, bytes, bool]]:
-    """(offset, first line, raw bytes, too long) of each CSV record, by quote parity."""
-    parts: list[bytes] = []
-    size = 0
-    start, start_line, odd, too_long = offset, line, False, False
-    for chunk in lines:
-        if not parts:
-            start, start_line, too_long = offset, line, False
-        if chunk.count(b'"') & 1:
-            odd = not odd
-        if size + len(chunk) <= MAX_RECORD_BYTES:
-            parts.append(chunk)
-        elif not too_long:
-            too_long = True
-            parts.append(chunk[: max(0, PROBLEM_EXCERPT_BYTES - size)])
-        size += len(chunk)
-        offset += len(chunk)
-        if chunk.endswith(b"\n"):
-            line += 1
-            if not odd:
-                yield start, start_line, b"".join(parts), too_long
-                parts, size = [], 0
-    if parts:
-        yield start, start_line, b"".join(parts), too_long
-
-
 def csv_fields(raw: bytes) -> list[str] | str:
     """The fields of one record, or why it is none."""
     text = raw.decode("utf-8", "surrogateescape").rstrip("\r\n")
@@ -90,7 +64,7 @@ def parse(
 
 def _parse(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterator[Item]:
     columns: list[str] | None = None
-    for offset, line, raw, too_long in _records(lines, start_offset, start_line):
+    for offset, line, raw, too_long in csv_records(lines, start_offset, start_line, MAX_RECORD_BYTES):
         if too_long:
             yield Problem(
                 line, offset, raw[:PROBLEM_EXCERPT_BYTES], f"record longer than {MAX_RECORD_BYTES} bytes"

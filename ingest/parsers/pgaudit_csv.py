@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 
 from ingest.parsers.pgaudit import DIALECT, MAX_MESSAGE_BYTES, Resumer, ServerLine, assemble, time_digits
-from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem
+from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, Problem, csv_records
 
 __all__ = ["DIALECT", "LABEL", "NAME", "parse", "recognise", "resumable", "time_digits"]
 
@@ -39,34 +39,6 @@ def recognise(head: bytes) -> bool:
     return _HEAD_RE.match(head.lstrip(b"\xef\xbb\xbf")) is not None
 
 
-def _records(lines: Iterable[bytes], offset: int, line: int) -> Iterator[tuple[int, int, bytes, bool]]:
-    """(offset, first line, raw bytes, too long) of each CSV record, by quote parity."""
-    parts: list[bytes] = []
-    size = 0
-    start, start_line, odd, too_long = offset, line, False, False
-    for chunk in lines:
-        if not parts:
-            start, start_line, too_long = offset, line, False
-        if chunk.count(b'"') & 1:
-            odd = not odd
-        if size + len(chunk) <= MAX_MESSAGE_BYTES:
-            parts.append(chunk)
-        elif not too_long:
-            too_long = True
-            parts.append(chunk[: max(0, PROBLEM_EXCERPT_BYTES - size)])
-        else:
-            parts.append(b"")
-        size += len(chunk)
-        offset += len(chunk)
-        if chunk.endswith(b"\n"):
-            line += 1
-            if not odd:
-                yield start, start_line, b"".join(parts), too_long
-                parts, size = [], 0
-    if parts:
-        yield start, start_line, b"".join(parts), too_long
-
-
 def _int(text: str) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
 
@@ -76,7 +48,7 @@ def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterat
     # record costs more than the parsing of it); after an error it is made again.
     texts: list[str] = []
     reader = csv.reader(iter(texts.pop, None), strict=True)
-    for offset, line, raw, too_long in _records(lines, start_offset, start_line):
+    for offset, line, raw, too_long in csv_records(lines, start_offset, start_line, MAX_MESSAGE_BYTES):
         if too_long:
             yield Problem(
                 line,

@@ -164,3 +164,33 @@ def checked_integers(items: Iterable[Item]) -> Iterator[Item]:
                 yield problem
             continue
         yield item
+
+
+def csv_records(
+    lines: Iterable[bytes], offset: int, line: int, limit: int
+) -> Iterator[tuple[int, int, bytes, bool]]:
+    """(offset, first line, raw bytes, too long) of each CSV record: lines joined while a quote
+    is open (quote parity). A record over `limit` bytes keeps only its first
+    PROBLEM_EXCERPT_BYTES (too long: the caller states it as a problem)."""
+    parts: list[bytes] = []
+    size = 0
+    start, start_line, odd, too_long = offset, line, False, False
+    for chunk in lines:
+        if not parts:
+            start, start_line, too_long = offset, line, False
+        if chunk.count(b'"') & 1:
+            odd = not odd
+        if size + len(chunk) <= limit:
+            parts.append(chunk)
+        elif not too_long:
+            too_long = True
+            parts.append(chunk[: max(0, PROBLEM_EXCERPT_BYTES - size)])
+        size += len(chunk)
+        offset += len(chunk)
+        if chunk.endswith(b"\n"):
+            line += 1
+            if not odd:
+                yield start, start_line, b"".join(parts), too_long
+                parts, size = [], 0
+    if parts:
+        yield start, start_line, b"".join(parts), too_long

@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ingest.binlog_replica import spool_of
 from ingest.follow import SourceBusy, ingest_source
+from ingest.management.pull import add_pull_arguments
 from ingest.models import IngestRun, Source
-from ingest.mysql_table import PASSWORD_ENV_PREFIX, password_env_problem
+from ingest.mysql_table import password_env_problem
 from ingest.pipeline import redact_dsn
 
 PASSWORD_ENV_DEFAULT = "AUDITWEB_SOURCE_REPLICATION_PASSWORD"
@@ -25,14 +26,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dsn", required=True, help="mysql://USER@HOST[:PORT] (no password here)")
-        parser.add_argument("--server", required=True, help="Label of the database server")
-        parser.add_argument(
-            "--password-env",
-            default=PASSWORD_ENV_DEFAULT,
-            help=f"Environment variable holding the password, named {PASSWORD_ENV_PREFIX}... "
-            f"(default: {PASSWORD_ENV_DEFAULT})",
-        )
+        add_pull_arguments(parser, "mysql://USER@HOST[:PORT]", PASSWORD_ENV_DEFAULT)
 
     def handle(self, *args: object, **options: object) -> None:
         dsn, server, env = str(options["dsn"]), str(options["server"]), str(options["password_env"])

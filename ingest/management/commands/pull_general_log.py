@@ -4,12 +4,12 @@ of that source stopped."""
 
 from __future__ import annotations
 
-import os
 import time
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
-from ingest.mysql_table import PASSWORD_ENV_DEFAULT, PASSWORD_ENV_PREFIX, connect, source_password
+from ingest.management.pull import add_pull_arguments, connect_or_fail
+from ingest.mysql_table import PASSWORD_ENV_DEFAULT, connect
 from ingest.pipeline import ingest_table, table_source
 
 
@@ -20,28 +20,15 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--dsn",
-            required=True,
-            help="mysql://USER@HOST[:PORT] or mysql://USER@localhost?unix_socket=PATH (no password here)",
-        )
-        parser.add_argument("--server", required=True, help="Label of the database server")
-        parser.add_argument(
-            "--password-env",
-            default=PASSWORD_ENV_DEFAULT,
-            help=f"Environment variable holding the password, named {PASSWORD_ENV_PREFIX}... "
-            f"(default: {PASSWORD_ENV_DEFAULT})",
+        add_pull_arguments(
+            parser,
+            "mysql://USER@HOST[:PORT] or mysql://USER@localhost?unix_socket=PATH",
+            PASSWORD_ENV_DEFAULT,
         )
 
     def handle(self, *args: object, **options: object) -> None:
         dsn, server = str(options["dsn"]), str(options["server"])
-        try:
-            password = source_password(str(options["password_env"]), os.environ)
-            conn = connect(dsn, password)
-        except ValueError as e:
-            raise CommandError(str(e)) from None
-        except Exception as e:  # the driver's own errors: refused, unknown host, bad password
-            raise CommandError(f"cannot connect to {dsn}: {e}") from None
+        conn = connect_or_fail(connect, dsn, str(options["password_env"]))
         source = table_source(dsn=dsn, server=server)
         started = time.monotonic()
         try:

@@ -4,13 +4,12 @@ where the last pull of that source stopped (its overlap window re-read, nothing 
 
 from __future__ import annotations
 
-import os
 import time
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
+from ingest.management.pull import add_pull_arguments, connect_or_fail
 from ingest.models import Source
-from ingest.mysql_table import PASSWORD_ENV_PREFIX, source_password
 from ingest.oracle_table import connect
 from ingest.pipeline import ingest_oracle_table, redact_dsn
 
@@ -25,28 +24,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--dsn",
-            required=True,
-            help="oracle://USER@HOST[:PORT]/SERVICE_NAME[?tls=verify] (no password here)",
-        )
-        parser.add_argument("--server", required=True, help="Label of the database server")
-        parser.add_argument(
-            "--password-env",
-            default=PASSWORD_ENV_ORACLE,
-            help=f"Environment variable holding the password, named {PASSWORD_ENV_PREFIX}... "
-            f"(default: {PASSWORD_ENV_ORACLE})",
-        )
+        add_pull_arguments(parser, "oracle://USER@HOST[:PORT]/SERVICE_NAME[?tls=verify]", PASSWORD_ENV_ORACLE)
 
     def handle(self, *args: object, **options: object) -> None:
         dsn, server = str(options["dsn"]), str(options["server"])
-        try:
-            password = source_password(str(options["password_env"]), os.environ)
-            conn = connect(dsn, password)
-        except ValueError as e:
-            raise CommandError(str(e)) from None
-        except Exception as e:  # the driver's own errors: refused, unknown service, bad password
-            raise CommandError(f"cannot connect to {redact_dsn(dsn)}: {e}") from None
+        conn = connect_or_fail(connect, dsn, str(options["password_env"]))
         safe = redact_dsn(dsn)
         source, _ = Source.objects.get_or_create(
             name=f"{server}: UNIFIED_AUDIT_TRAIL at {safe}",
