@@ -71,7 +71,7 @@ def _join_times(server: str, times: list[datetime]) -> int:
     boots = sorted({f.boot_started_at for f in files if f.boot_started_at is not None})
     ids = Counter(f.server_id for f in files)
     server_id = ids.most_common(1)[0][0] if ids else None
-    done = 0
+    done: set[int] = set()  # windows overlap by their padding: a statement is counted once
     start = 0
     for i in range(1, len(times) + 1):
         # Cut only between two seconds: a window owns whole seconds, and reads PAD beyond them,
@@ -79,9 +79,9 @@ def _join_times(server: str, times: list[datetime]) -> int:
         # around it (a handful), however many share it: linear, not windows x statements.
         full = i - start >= WINDOW_STATEMENTS and times[i] != times[i - 1]
         if i == len(times) or times[i] - times[i - 1] > WINDOW_GAP or full:
-            done += _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
+            done |= _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
             start = i
-    return done
+    return len(done)
 
 
 def _boot_of(when: datetime | None, boots: list[datetime]) -> Hashable:
@@ -124,7 +124,7 @@ WHERE s.id = r.id
 
 def _join_window(
     server: str, lo: datetime, hi: datetime, boots: list[datetime], server_id: int | None
-) -> int:
+) -> set[int]:
     """Join the row statements of [lo, hi] (every one of them, sure or not: they compete for
     the same logged statements) and write the answers set-wise: COPY into a temporary table,
     then one UPDATE ... FROM that touches only the rows whose answer changed. Plain tuples,
@@ -210,7 +210,7 @@ def _join_window(
             unlinked = BinlogStatement.Confidence.UNLINKED
             answers.append((r.row_statement, None, unlinked, [r.reason], near, r.reason[:300]))
     _write(answers)
-    return len(statements)
+    return {s[0] for s in statements}
 
 
 def _write(answers: list[tuple]) -> None:
