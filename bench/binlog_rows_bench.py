@@ -8,12 +8,12 @@ Redis (REDIS_URL), and the binlog bench/binlog_bench.py makes (run it first).
 
 1. Ingest, `--runs` times, each in a fresh process into a fresh server label: CPU seconds of
    the process (wait4), of which the metadata pass (`ingest.binlog.metadata.scan`, timed
-   inside the process by wrapping it) and Django's start; the rest is the writer (the ORM's
-   bulk inserts). The join (`join_binlogs`) is left out unless `--join`: on this binlog (no
-   general log, so every row statement is joined to nothing) it takes minutes, in its
-   `bulk_update` (see docs/benchmarks.md). And the CPU seconds of the PostgreSQL
-   backend serving the process (from /proc/<pid>/stat of `pg_backend_pid()`, read just before
-   the process ends: the server is local). Peak RSS of the process. Done for the first 50 MB
+   inside the process by wrapping it) and Django's start; the rest is the writer (COPY of
+   the transactions, statements and changes). The join (`join_binlogs`) is timed too with
+   `--join` (on this binlog, with no general log, every row statement is joined to nothing),
+   else left out. And the CPU seconds of the PostgreSQL backend serving the process (from
+   /proc/<pid>/stat of `pg_backend_pid()`, read just before the process ends: the server is
+   local). Peak RSS of the process. Done for the first 50 MB
    of the file and for all of it: memory should not grow with the file.
 2. Rows of the 100,000-row statement: the API's page (`rows_page`, 1,000 rows) first and last
    (rows 99,000-99,999), and the event page's (`statements_shown`, 100 rows) first and last,

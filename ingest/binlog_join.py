@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Max, Min, Q
+from psycopg.types.json import Jsonb
 
 from ingest.binlog.join import Link, LoggedStatement, RowStatement, Unlinked, join, normalise
 from ingest.models import BinlogFile, BinlogJoinState, BinlogStatement, BinlogTransaction, Event
@@ -26,7 +27,7 @@ from ingest.sql import fingerprint
 
 PAD = timedelta(seconds=2)  # the join's one second of slack, and one more for a window's edge
 WINDOW_GAP = timedelta(seconds=60)  # statements closer than this are joined in one window
-WINDOW_STATEMENTS = 5000  # at most this many statements to (re)join per window
+WINDOW_STATEMENTS = 5000  # a window is cut once it has this many (at a second's end)
 
 
 def join_binlogs(server: str) -> int:
@@ -70,13 +71,17 @@ def _join_times(server: str, times: list[datetime]) -> int:
     boots = sorted({f.boot_started_at for f in files if f.boot_started_at is not None})
     ids = Counter(f.server_id for f in files)
     server_id = ids.most_common(1)[0][0] if ids else None
-    done = 0
+    done: set[int] = set()  # windows overlap by their padding: a statement is counted once
     start = 0
     for i in range(1, len(times) + 1):
-        if i == len(times) or times[i] - times[i - 1] > WINDOW_GAP or i - start >= WINDOW_STATEMENTS:
-            done += _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
+        # Cut only between two seconds: a window owns whole seconds, and reads PAD beyond them,
+        # so the statements of one second are read by at most the windows owning the seconds
+        # around it (a handful), however many share it: linear, not windows x statements.
+        full = i - start >= WINDOW_STATEMENTS and times[i] != times[i - 1]
+        if i == len(times) or times[i] - times[i - 1] > WINDOW_GAP or full:
+            done |= _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
             start = i
-    return done
+    return len(done)
 
 
 def _boot_of(when: datetime | None, boots: list[datetime]) -> Hashable:
@@ -100,43 +105,70 @@ def _seconds(when: datetime) -> int:
     return int(when.timestamp())
 
 
+_RESULTS = """
+CREATE TEMP TABLE IF NOT EXISTS binlog_join_result (
+    id bigint PRIMARY KEY, event_id bigint, confidence varchar(24), evidence jsonb,
+    candidates bigint[], reason varchar(300)
+) ON COMMIT DROP
+"""
+_APPLY = """
+UPDATE ingest_binlogstatement s
+SET event_id = r.event_id, confidence = r.confidence, evidence = r.evidence,
+    candidates = r.candidates, reason = r.reason
+FROM binlog_join_result r
+WHERE s.id = r.id
+  AND (s.event_id, s.confidence, s.evidence, s.candidates, s.reason)
+      IS DISTINCT FROM (r.event_id, r.confidence, r.evidence, r.candidates, r.reason)
+"""
+
+
 def _join_window(
     server: str, lo: datetime, hi: datetime, boots: list[datetime], server_id: int | None
-) -> int:
+) -> set[int]:
+    """Join the row statements of [lo, hi] (every one of them, sure or not: they compete for
+    the same logged statements) and write the answers set-wise: COPY into a temporary table,
+    then one UPDATE ... FROM that touches only the rows whose answer changed. Plain tuples,
+    no model instances: linear in the window's statements."""
+    # The transactions with a statement in the window (by the statements' time index,
+    # binlog_stmt_time: a window reads its seconds only), then all their statements.
     tx_ids = set(
         BinlogStatement.objects.filter(transaction__server=server, time__range=(lo, hi)).values_list(
             "transaction_id", flat=True
         )
     )
-    transactions = list(
-        BinlogTransaction.objects.filter(pk__in=tx_ids).order_by("commit_time", "file_name", "start")
+    statements = list(
+        BinlogStatement.objects.filter(transaction_id__in=tx_ids).values_list(
+            "pk", "transaction_id", "index", "time", "text", "has_text", "thread_id"
+        )
     )
-    order = {t.pk: n for n, t in enumerate(transactions)}
-    by_tx = {t.pk: t for t in transactions}
-    statements = list(BinlogStatement.objects.filter(transaction_id__in=tx_ids))
+    transactions = list(
+        BinlogTransaction.objects.filter(pk__in=tx_ids)
+        .order_by("commit_time", "file_name", "start")
+        .values_list("pk", "server_id", "commit_time")
+    )
+    order = {pk: n for n, (pk, _, _) in enumerate(transactions)}
+    by_tx = {pk: (sid, _boot_of(commit, boots)) for pk, sid, commit in transactions}
     rows = [
         RowStatement(
-            key=s.pk,
-            transaction=s.transaction_id,
-            order=order[s.transaction_id],
-            index=s.index,
-            time=_seconds(s.time),
-            text=s.text if s.has_text else None,
-            thread_id=s.thread_id,
-            server_id=by_tx[s.transaction_id].server_id,
-            boot=_boot_of(by_tx[s.transaction_id].commit_time, boots),
+            key=pk,
+            transaction=tx,
+            order=order[tx],
+            index=index,
+            time=_seconds(when),
+            text=text if has_text else None,
+            thread_id=thread_id,
+            server_id=by_tx[tx][0],
+            boot=by_tx[tx][1],
         )
-        for s in statements
+        for pk, tx, index, when, text, has_text, thread_id in statements
     ]
-    first = min([lo, *(s.time for s in statements)]) - PAD
-    last = max([hi, *(s.time for s in statements)]) + PAD
+    first = min([lo, *(s[3] for s in statements)]) - PAD
+    last = max([hi, *(s[3] for s in statements)]) + PAD
     # Only the events that can be candidates, not a busy server's every SELECT of those seconds:
     # the same fingerprint as a row statement's text (same text means same fingerprint), a CALL
     # (a routine's rows), or the connection a row statement without text names.
-    maybe = Q(statement_type="CALL") | Q(
-        fingerprint__in={fingerprint(s.text) for s in statements if s.has_text}
-    )
-    threads = {s.thread_id for s in statements if not s.has_text and s.thread_id is not None}
+    maybe = Q(statement_type="CALL") | Q(fingerprint__in={fingerprint(s[4]) for s in statements if s[5]})
+    threads = {s[6] for s in statements if not s[5] and s[6] is not None}
     if threads:
         maybe |= Q(connection_id__in=threads)
     events = (
@@ -147,8 +179,7 @@ def _join_window(
     )
     logged: list[LoggedStatement] = []
     seq: Counter[Hashable] = Counter()
-    calls: list[LoggedStatement] = []
-    event_pks: list[int] = []
+    calls: dict[tuple[Hashable, int], list[int]] = {}  # (boot, second): the CALLs' event ids
     for pk, when, connection_id, sql, session_id, boot in events:
         seq[session_id] += 1
         s = LoggedStatement(
@@ -160,33 +191,35 @@ def _join_window(
             boot=_boot_of(_stamp(boot) or when, boots),
         )
         logged.append(s)
-        event_pks.append(pk)
         if normalise(sql)[:5].upper() == "CALL ":
-            calls.append(s)
+            calls.setdefault((s.boot, s.time), []).append(pk)
     results = join(logged, rows, server_id=server_id)
-    event_ids: dict[Hashable, int] = {s.key: pk for s, pk in zip(logged, event_pks, strict=True)}
     row_of = {b.key: b for b in rows}
-    by_pk = {s.pk: s for s in statements}
+    answers = []
     for r in results:
-        s = by_pk[r.row_statement]
         if isinstance(r, Link) and r.statement is not None:
-            s.event_id, s.confidence, s.candidates, s.reason = r.statement, r.confidence, [], ""
-            s.evidence = list(r.evidence)
+            answers.append((r.row_statement, r.statement, r.confidence, list(r.evidence), [], ""))
         elif isinstance(r, Link):  # ambiguous: its candidates, never one of them as fact
-            s.event_id, s.confidence, s.reason = None, BinlogStatement.Confidence.AMBIGUOUS, ""
-            s.candidates, s.evidence = [event_ids[c] for c in r.candidates], list(r.evidence)
+            ambiguous = BinlogStatement.Confidence.AMBIGUOUS
+            answers.append((r.row_statement, None, ambiguous, list(r.evidence), list(r.candidates), ""))
         elif isinstance(r, Unlinked):
-            s.event_id, s.confidence, s.reason = None, BinlogStatement.Confidence.UNLINKED, r.reason[:300]
-            s.evidence = [r.reason]
-            routine = r.reason.startswith("routine")
-            row = row_of[s.pk]
-            s.candidates = [
-                event_ids[c.key]
-                for c in calls
-                if routine and c.boot == row.boot and abs(c.time - row.time) <= 1
-            ]
-    with transaction.atomic():  # (inside join_binlogs' transaction: a savepoint)
-        BinlogStatement.objects.bulk_update(
-            statements, ["event_id", "confidence", "evidence", "candidates", "reason"], batch_size=1000
-        )
-    return len(statements)
+            row = row_of[r.row_statement]
+            near = []
+            if r.reason.startswith("routine"):  # the CALLs of its boot within a second, in id order
+                near = sorted(pk for t in (-1, 0, 1) for pk in calls.get((row.boot, row.time + t), []))
+            unlinked = BinlogStatement.Confidence.UNLINKED
+            answers.append((r.row_statement, None, unlinked, [r.reason], near, r.reason[:300]))
+    _write(answers)
+    return {s[0] for s in statements}
+
+
+def _write(answers: list[tuple]) -> None:
+    """The join's answers into the statements, in one UPDATE (see `_join_window`)."""
+    with connection.cursor() as c:
+        c.execute(_RESULTS)
+        c.execute("TRUNCATE binlog_join_result")
+    with connection.connection.cursor() as cur:  # the psycopg cursor: Django's has no COPY
+        with cur.copy("COPY binlog_join_result FROM STDIN") as copy:
+            for pk, event_id, confidence, evidence, candidates, reason in answers:
+                copy.write_row((pk, event_id, confidence, Jsonb(evidence), candidates, reason))
+        cur.execute(_APPLY)

@@ -669,6 +669,8 @@ class BinlogStatement(models.Model):
             ),
             # The same for an event that is one of several candidates.
             GinIndex(fields=["candidates"], name="binlog_stmt_candidates"),
+            # The join's windows: every statement of some seconds (they compete for the same events).
+            models.Index(fields=["time"], name="binlog_stmt_time"),
             # The join's work: statements not joined yet, or not for sure (a log may come later).
             models.Index(
                 fields=["time"],

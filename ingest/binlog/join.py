@@ -23,6 +23,7 @@ logs"; in short:
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -87,13 +88,21 @@ def join(
 ) -> list[Link | Unlinked]:
     """Links and unlinked row statements, one per row statement, in the order of `rows`."""
     server_id = server_id if server_id is not None else _usual_server(rows)
-    by_text: dict[tuple[Hashable, str], list[LoggedStatement]] = {}
+    # Logged statements by (boot, text) and by (boot, connection), each in time order: a row
+    # statement's candidates are a bisected slice of one of them, never a scan of all of them
+    # (a loop sending one text thousands of times would make that quadratic).
+    by_text: dict[Hashable, list[LoggedStatement]] = {}
+    by_connection: dict[Hashable, list[LoggedStatement]] = {}
     calls: dict[Hashable, list[LoggedStatement]] = {}
-    for s in logged:
+    for s in sorted(logged, key=lambda s: s.time):
         text = normalise(s.sql)
         by_text.setdefault((s.boot, text), []).append(s)
+        by_connection.setdefault((s.boot, s.connection_id), []).append(s)
         if text[:5].upper() == "CALL ":
             calls.setdefault(s.boot, []).append(s)
+    text_times, connection_times = _times(by_text), _times(by_connection)
+    call_times = _times(calls)
+    position = {id(s): n for n, s in enumerate(logged)}
     results: dict[Hashable, Link | Unlinked] = {}
     edges: dict[Hashable, list[LoggedStatement]] = {}
     ours = []
@@ -105,21 +114,32 @@ def join(
         if b.text is None and b.thread_id is None:
             results[b.key] = Unlinked(b.key, "the binlog has neither the statement's text nor its thread")
             continue
-        found = [
-            s
-            for s in (by_text.get((b.boot, normalise(b.text)), []) if b.text is not None else logged)
-            if abs(s.time - b.time) <= SLACK_SECONDS
-            and (b.thread_id is None or s.connection_id == b.thread_id)
-            and (b.text is not None or s.boot == b.boot)
-        ]
+        if b.text is not None:
+            near = _near(by_text, text_times, (b.boot, normalise(b.text)), b.time)
+        else:  # a thread and no text: that connection's statements of that boot
+            near = _near(by_connection, connection_times, (b.boot, b.thread_id), b.time)
+        found = [s for s in near if b.thread_id is None or s.connection_id == b.thread_id]
+        found.sort(key=lambda s: position[id(s)])  # in the order given, as the solver expects
         edges[b.key] = found
         ours.append(b)
     for component in _components(ours, edges):
         results.update(_solve(component, edges))
     for b in ours:
         if b.key not in results or isinstance(results[b.key], Unlinked):
-            results[b.key] = Unlinked(b.key, _why_unlinked(b, edges[b.key], calls))
+            results[b.key] = Unlinked(b.key, _why_unlinked(b, edges[b.key], calls, call_times))
     return [results[b.key] for b in rows]
+
+
+def _times(groups: Edges) -> dict[Hashable, list[int]]:
+    return {k: [s.time for s in v] for k, v in groups.items()}
+
+
+def _near(groups: Edges, times: dict[Hashable, list[int]], key: Hashable, at: int) -> list[LoggedStatement]:
+    """The statements of one group (in time order) within the slack of `at`."""
+    if key not in groups:
+        return []
+    t = times[key]
+    return groups[key][bisect_left(t, at - SLACK_SECONDS) : bisect_right(t, at + SLACK_SECONDS)]
 
 
 def _usual_server(rows: Sequence[RowStatement]) -> int | None:
@@ -132,10 +152,10 @@ def _usual_server(rows: Sequence[RowStatement]) -> int | None:
 Edges = dict[Hashable, list[LoggedStatement]]
 
 
-def _why_unlinked(b: RowStatement, found: list[LoggedStatement], calls: Edges) -> str:
+def _why_unlinked(b: RowStatement, found: list[LoggedStatement], calls: Edges, call_times: dict) -> str:
     if found:
         return "its candidates were all taken by other row statements"
-    near = [c for c in calls.get(b.boot, []) if abs(c.time - b.time) <= SLACK_SECONDS]
+    near = _near(calls, call_times, b.boot, b.time)
     if near:
         return f"routine: inside a CALL at that moment ({len(near)} candidate CALL{'s' * (len(near) > 1)})"
     return (

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ingest.binlog.flashback import literal
-from ingest.binlog.join import LoggedStatement, RowStatement, join
+from ingest.binlog.join import Link, LoggedStatement, RowStatement, Unlinked, join
 from ingest.binlog.metadata import BinlogFile, Transaction, scan
 from ingest.binlog.reader import BinlogProblem, recognise
 from ingest.binlog.rows import decode_text, encode_latin1
@@ -106,3 +106,19 @@ def test_rows_of_another_server_are_replication() -> None:
     results = join(logged, rows, server_id=1)
     assert results[2].reason.startswith("replication")  # type: ignore[union-attr]  # an Unlinked
     assert {r.confidence for r in results[:2]} == {"ambiguous"}  # type: ignore[union-attr]  # Links
+
+
+def test_candidates_are_the_statements_within_a_second_whatever_order_the_logs_come_in() -> None:
+    # One text sent every second for a minute, given newest first (event ids need not follow
+    # time): a row statement at second 130 has those of 129-131 as candidates, no other.
+    logged = [LoggedStatement(1000 - t, t, 7, "DELETE FROM t LIMIT 1", t, 1) for t in range(159, 99, -1)]
+    rows = [RowStatement("x", "tx", 0, 0, 130, "DELETE FROM t LIMIT 1", None, 1, 1)]
+    (link,) = join(logged, rows)
+    assert isinstance(link, Link) and link.confidence == "ambiguous"
+    assert link.candidates == (869, 870, 871)  # seconds 131, 130, 129: in the order given
+    # Without text, by the connection the binlog names: its statement of that moment only.
+    logged += [LoggedStatement(5, 200, 8, "UPDATE u SET a = 1", 1, 1), LoggedStatement(6, 203, 8, "x", 2, 1)]
+    (link,) = join(logged, [RowStatement("y", "ty", 0, 0, 201, None, 8, 1, 1)])
+    assert isinstance(link, Link) and (link.statement, link.confidence) == (5, "thread_id")
+    (gone,) = join(logged, [RowStatement("z", "tz", 0, 0, 201, None, 8, 1, 2)])  # another boot
+    assert isinstance(gone, Unlinked)
