@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("ingest", "0018_source_kind_binlog_replica"),
+        ("ingest", "0021_source_log_line_prefix"),
     ]
 
     operations = [
