@@ -212,6 +212,11 @@ def event_flashback_sql(request: Request, event_id: int) -> HttpResponse:
         sql = event_flashback(event, statements)
     except RowsUnavailable as e:
         raise Gone(str(e)) from None
-    response = HttpResponse(sql, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="auditweb-flashback-event-{event.pk}.sql"'
+    return sql_download(sql, f"auditweb-flashback-event-{event.pk}.sql")
+
+
+def sql_download(text: str, filename: str) -> HttpResponse:
+    """Flashback SQL as a text/plain download (the event's, a case's, a table's time range)."""
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

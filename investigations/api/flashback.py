@@ -16,7 +16,7 @@ from rest_framework.request import Request
 
 from investigations import trail
 from investigations.api.cases import CASE_ID, case_for
-from investigations.api.event_rows import Gone
+from investigations.api.event_rows import Gone, sql_download
 from investigations.models import Evidence
 from investigations.query.binlog import RowsUnavailable
 from investigations.query.binlog_flashback import TooManyRows, case_flashback, table_range_flashback
@@ -34,12 +34,6 @@ WARNING = (
 class TooLarge(APIException):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "More rows than one flashback script undoes."
-
-
-def _sql(text: str, filename: str) -> HttpResponse:
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 @extend_schema(
@@ -68,7 +62,7 @@ def case_flashback_sql(request: Request, case_id: int) -> HttpResponse:
         raise TooLarge(str(e)) from None
     except RowsUnavailable as e:
         raise Gone(str(e)) from None
-    return _sql(sql, f"auditweb-flashback-case-{case.pk}.sql")
+    return sql_download(sql, f"auditweb-flashback-case-{case.pk}.sql")
 
 
 class RangeForm(forms.Form):
@@ -143,4 +137,4 @@ def table_flashback_sql(request: Request, name: str) -> HttpResponse:
     except RowsUnavailable as e:
         raise Gone(str(e)) from None
     safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)[:100]
-    return _sql(sql, f"auditweb-flashback-{safe}.sql")
+    return sql_download(sql, f"auditweb-flashback-{safe}.sql")
