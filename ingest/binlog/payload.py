@@ -174,11 +174,17 @@ def expanded(
             yield from it
             return
         if isinstance(item, Event) and item.type == r.TRANSACTION_PAYLOAD:
-            try:
-                yield from events(item)
-            except Exception as e:  # zstandard raises its own error kinds on hostile frames
-                why = f"compressed transaction not fully read: {e}"[:300]
-                yield PayloadProblem(item.position, why, item.body[:2048])
+            yield from inner_events(item)
+
+
+def inner_events(payload: Event) -> Iterator[Event | PayloadProblem]:
+    """The events a TRANSACTION_PAYLOAD event holds, then a `PayloadProblem` if it could not
+    be read to its end (after the inner events read before the fault)."""
+    try:
+        yield from events(payload)
+    except Exception as e:  # zstandard raises its own error kinds on hostile frames
+        why = f"compressed transaction not fully read: {e}"[:300]
+        yield PayloadProblem(payload.position, why, payload.body[:2048])
 
 
 _local = threading.local()  # per thread: (payload body, its position, its stream) last read

@@ -161,30 +161,13 @@ def read_events(stream: BinaryIO, *, start: int = 0) -> Iterator[Event | Format 
     always read first, since it says how the rest is framed. A problem ends the iteration:
     after a bad length nothing further can be framed with confidence.
     """
-    stream.seek(0)
-    magic = stream.read(4)
-    if magic != MAGIC:
-        yield BinlogProblem(0, "not a binary log: the file does not begin with \\xfebin", magic)
+    head = read_head(stream)
+    if head is None:
         return
-    first = _read_one(stream, 4, None)
-    if first is None:
+    if isinstance(head, BinlogProblem):
+        yield head
         return
-    if isinstance(first, BinlogProblem):
-        yield first
-        return
-    if first.type != FORMAT_DESCRIPTION:
-        yield BinlogProblem(4, f"the first event is of type {first.type}, not a format description")
-        return
-    try:
-        fmt = _parse_format(first.body, first.flags, first.size)
-    except BinlogError as e:
-        yield BinlogProblem(4, str(e), first.body[:2048])
-        return
-    if fmt.checksum:  # the FDE body read above still holds its CRC32: check and strip it
-        first = _checked(first)
-        if isinstance(first, BinlogProblem):
-            yield first
-            return
+    fmt, first = head
     yield fmt
     position = first.position + first.size
     if start > 4:
@@ -192,12 +175,46 @@ def read_events(stream: BinaryIO, *, start: int = 0) -> Iterator[Event | Format 
         stream.seek(start)
     else:
         yield first
-    # The hot loop of the metadata pass, here rather than in a generator of its own (one
-    # generator less per event): the file is read a chunk at a time and each header unpacked
-    # in place, so an event costs one unpack, one CRC32 over a view of the buffer (zlib, in
-    # C) and one slice for its body. A problem is the last item.
-    checksum = fmt.checksum
-    buf, off, have = b"", 0, 0  # buf[off] is the byte at `position`; have = len(buf)
+    yield from frame(stream, position, fmt.checksum)
+
+
+def read_head(stream: BinaryIO) -> tuple[Format, Event] | BinlogProblem | None:
+    """The magic and the format description event at position 4 (its CRC32 checked and
+    stripped): the file's `Format` and that event, the problem that stops the file from being
+    read, or None for a file of the magic alone."""
+    stream.seek(0)
+    magic = stream.read(4)
+    if magic != MAGIC:
+        return BinlogProblem(0, "not a binary log: the file does not begin with \\xfebin", magic)
+    first = _read_one(stream, 4, None)
+    if first is None or isinstance(first, BinlogProblem):
+        return first
+    if first.type != FORMAT_DESCRIPTION:
+        return BinlogProblem(4, f"the first event is of type {first.type}, not a format description")
+    try:
+        fmt = _parse_format(first.body, first.flags, first.size)
+    except BinlogError as e:
+        return BinlogProblem(4, str(e), first.body[:2048])
+    if fmt.checksum:  # the FDE body read above still holds its CRC32: check and strip it
+        first = _checked(first)
+        if isinstance(first, BinlogProblem):
+            return first
+    return fmt, first
+
+
+def frame(
+    stream: BinaryIO, position: int, checksum: bool, buffered: bytes = b""
+) -> Iterator[Event | BinlogProblem]:
+    """The events from `position` on (framed as the format description says: `checksum`);
+    a problem is the last item. The bytes from `position` are `buffered` and then what the
+    stream reads from where it is (no seek: a stored file is hashed as it is read, in order).
+
+    The file is read a chunk at a time and each header unpacked in place, so an event costs
+    one unpack, one CRC32 over a view of the buffer (zlib, in C) and one slice for its body.
+    `metadata.scan` frames the same way in its own loop, and hands the rest of the file to
+    this generator at the first event it does not frame itself (a cut, a bad length or CRC).
+    """
+    buf, off, have = buffered, 0, len(buffered)  # buf[off] is the byte at `position`
     view = memoryview(buf)
     unpack = HEADER.unpack_from
     unpack_crc = _CRC.unpack_from
@@ -319,12 +336,12 @@ def _read_one(stream: BinaryIO, position: int, fmt: Format | None) -> Event | Bi
 
 def read_format(stream: BinaryIO) -> Format:
     """The file's format description (for reading events at stored positions)."""
-    for item in read_events(stream, start=1 << 62):
-        if isinstance(item, Format):
-            return item
-        if isinstance(item, BinlogProblem):
-            raise BinlogError(f"at {item.position}: {item.reason}")
-    raise BinlogError("no format description event")
+    head = read_head(stream)
+    if isinstance(head, BinlogProblem):
+        raise BinlogError(f"at {head.position}: {head.reason}")
+    if head is None:
+        raise BinlogError("no format description event")
+    return head[0]
 
 
 def read_event_at(stream: BinaryIO, position: int, fmt: Format) -> Event:

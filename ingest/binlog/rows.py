@@ -283,7 +283,7 @@ class _RowCounter:
         self.walk: Any = None
 
     def _generate(self) -> None:
-        lines = ["def walk(b, at):", "    end, n = len(b), 0", "    while at < end:"]
+        lines = ["def walk(b, at, end):", "    n = 0", "    while at < end:"]
         scope: dict[str, Any] = {}
         for k, (present, skips) in enumerate(self.images):
             size = (len(present) + 7) // 8
@@ -313,17 +313,23 @@ class _RowCounter:
         self.walk = scope["walk"]
 
     def __call__(self, body: bytes, at: int) -> int:
-        if self.empty and at < len(body):  # a row of no bytes: it would never end
+        return self.count(body, at, len(body))
+
+    def count(self, buf: bytes, at: int, end: int) -> int:
+        """The rows between `at` and `end` of `buf` (a rows event's body, or the metadata
+        pass's read buffer, whose event ends at `end`: a walk that runs past it stops at the
+        first row past it and is an error all the same)."""
+        if self.empty and at < end:  # a row of no bytes: it would never end
             raise RowsError("rows without any column present")
         walk = self.walk
         if walk is None:
             self._generate()
             walk = self.walk
         try:
-            n, at = walk(body, at)
+            n, at = walk(buf, at, end)
         except IndexError:
             raise RowsError("the rows run past the end of the event") from None
-        if at != len(body):
+        if at != end:
             raise RowsError("the rows run past the end of the event")
         return n
 
