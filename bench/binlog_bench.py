@@ -16,7 +16,7 @@ over the same files. Reports per tool the minimum CPU seconds (user + system of 
 from wait4, which other load disturbs less than wall time), the minimum wall seconds, MB/s of
 both, and the peak resident memory (ours: VmHWM read by the probe itself; mariadb-binlog's
 from wait4, an upper bound: Linux counts the forking parent's pages in it). Ours is given twice:
-the whole process (interpreter start and imports, about 0.2 CPU s, included) and the pass
+the whole process (interpreter start and imports, about 0.14 CPU s, included) and the pass
 alone (time.process_time around it), which is what an ingest pays: its process has started
 and imported before the first file. Writes bench/out/binlog.json.
 """
