@@ -141,3 +141,24 @@ def test_hostile_bytes_behind_a_right_checksum_are_the_same_problems(path: Path)
             got, expected = _both(bytes(changed), path.name)
             _same(got, expected, f"{path.name}: the event at {event.position} made {size} bytes")
     assert tried > 50
+
+
+class _ReadOnce(io.BytesIO):
+    """A stream read once from its start, as ingest reads a file it hashes on the way."""
+
+    def seek(self, position: int, whence: int = 0) -> int:
+        if (position, whence) != (0, 0) or self.tell():
+            raise ValueError("read once from its start")
+        return super().seek(0)
+
+
+@pytest.mark.parametrize("path", MARIADB[:1] + MYSQL[:2], ids=lambda p: p.name)
+def test_a_file_cut_or_corrupt_is_read_once_in_order_never_seeking_back(path: Path) -> None:
+    data = path.read_bytes()
+    events = _events(data)
+    middle = events[len(events) // 2]
+    corrupt = bytearray(data)
+    corrupt[middle.position + reader.HEADER_LEN] ^= 0xFF  # its checksum (or its body) now wrong
+    for variant in (data, data[: middle.position + 7], bytes(corrupt)):
+        got = list(scan(_ReadOnce(variant), path.name))
+        _same(got, reference_scan(io.BytesIO(variant), path.name), path.name)
