@@ -315,7 +315,7 @@ def scan(
     # The fast kinds by event type (a list: the cheapest look-up), 0 for the if-chain's. Rows
     # events are fast where their post-header is the usual, with (change, bitmaps, v2) each.
     fast = [0] * 256
-    rows_spec: list[tuple[str, int, bool] | None] = [None] * 256
+    rows_spec: list[tuple[str, int, bool]] = [("", 0, False)] * 256
     for t, change in rows_types.items():
         v2 = t >= r.WRITE_ROWS_V2
         if t != partial and fmt.post_header_len(t, 0) == (10 if v2 else 8):
@@ -388,7 +388,7 @@ def scan(
             if how == _ROWS:
                 n = -1
                 try:
-                    change_kind, images, v2 = rows_spec[kind]  # type: ignore[misc]
+                    change_kind, images, v2 = rows_spec[kind]
                     low, high, row_flags = rows_id(buf, at)
                     found = maps.get(low | high << 32)
                     if found is not None:
