@@ -22,12 +22,12 @@ from typing import Any, BinaryIO
 
 from ingest.binlog.metadata import TableChange
 from ingest.binlog.payload import read_event
-from ingest.binlog.reader import PARTIAL_UPDATE_ROWS, BinlogError, Format, read_format
+from ingest.binlog.reader import PARTIAL_UPDATE_ROWS, BinlogError, Event, Format, read_format
 from ingest.binlog.rows import (
+    RowsDecoder,
     Value,
     count_partial_rows,
     count_rows,
-    decode_rows,
     json_value,
     read_header,
     widths,
@@ -68,7 +68,32 @@ def named_table(table: TableDef, schema: TableSchema | None) -> TableDef:
 
 def table_of(stream: BinaryIO, change: TableChange, fmt: Format | None = None) -> TableDef:
     fmt = fmt or read_format(stream)
-    return decode_table_map(read_event(stream, change.table_map_position, fmt), fmt)
+    return table_map(read_event(stream, change.table_map_position, fmt), fmt)
+
+
+# Decoded table maps, by what their decoding depends on: the server kind and post-header
+# lengths of the file's format, and the map's bytes (which begin with its table id). Each
+# transaction writes its maps again, mostly the same bytes, and decoding one through
+# mysql-replication costs more than decoding a small change's rows: so once per distinct map.
+# Bounded in entries and in bytes (a hostile file can hold endless distinct maps).
+MAPS_MAX = 1024
+MAPS_BYTES_MAX = 16 << 20
+_maps: dict[tuple[bool, bytes, bytes], TableDef] = {}
+_maps_bytes = [0]
+
+
+def table_map(event: Event, fmt: Format) -> TableDef:
+    """The TABLE_MAP event decoded (`decode_table_map`), from the cache when met before."""
+    key = (fmt.mariadb, fmt.post_header, event.body)
+    found = _maps.get(key)
+    if found is None:
+        found = decode_table_map(event, fmt)
+        if len(_maps) >= MAPS_MAX or _maps_bytes[0] + len(event.body) > MAPS_BYTES_MAX:
+            _maps.clear()
+            _maps_bytes[0] = 0
+        _maps[key] = found
+        _maps_bytes[0] += len(event.body)
+    return found
 
 
 def row_images(
@@ -83,8 +108,8 @@ def row_images(
     page further on: whole rows events before it are counted, not decoded)."""
     fmt = fmt or read_format(stream)
     table = named_table(table_of(stream, change, fmt), schema)
-    names = [c.name or f"@{c.index + 1}" for c in table.columns]
     value_widths = widths(table) if skip else ()
+    decoder = RowsDecoder(table)
     for position in change.positions:
         event = read_event(stream, position, fmt)
         if event.type not in (23, 24, 25, 30, 31, 32, 39):
@@ -98,17 +123,25 @@ def row_images(
             if n <= skip:
                 skip -= n
                 continue
-        for before, after, in_before, in_after in decode_rows(event, fmt, table):
+        for image in event_images(event, fmt, decoder, change.change):
             if skip:
                 skip -= 1
                 continue
-            yield RowImage(
-                table.name,
-                change.change,
-                _image(names, before, in_before),
-                _image(names, after, in_after),
-                all(in_before) and all(in_after),
-            )
+            yield image
+
+
+def event_images(event: Event, fmt: Format, decoder: RowsDecoder, change: str) -> Iterator[RowImage]:
+    """The rows of one rows event, decoded whole by the decoder of its table (named)."""
+    table = decoder.table
+    names = [c.name or f"@{c.index + 1}" for c in table.columns]
+    for before, after, in_before, in_after in decoder.rows(event, fmt):
+        yield RowImage(
+            table.name,
+            change,
+            _image(names, before, in_before),
+            _image(names, after, in_after),
+            all(in_before) and all(in_after),
+        )
 
 
 def _image(

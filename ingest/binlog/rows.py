@@ -409,58 +409,278 @@ def decode_rows(
 ) -> Iterator[tuple[list[Value] | None, list[Value] | None, tuple[bool, ...], tuple[bool, ...]]]:
     """Each row as (before, after, before_present, after_present): values by column index;
     a column absent from an image (binlog_row_image=MINIMAL/NOBLOB) is None there and False
-    in its `present` flags."""
-    header = read_header(event, fmt)
-    body = event.body
-    n = len(table.columns)
-    if header.columns != n:
-        raise RowsError(f"the rows event has {header.columns} columns, its table map {n}")
-    bits = [bool(header.present[i // 8] & (1 << (i % 8))) for i in range(n)]
-    bits_after = (
-        [bool(header.present_after[i // 8] & (1 << (i % 8))) for i in range(n)]
-        if header.present_after is not None
-        else bits
-    )
-    at = header.rows_at
-    partial_update = event.type == PARTIAL_UPDATE_ROWS
-    if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
-        raise RowsError("rows without any column present")
-    while at < len(body):
-        first, at = _decode_image(body, at, table, bits)
-        if partial_update:
-            at, partial = _partial_prefix(body, at, table, bits_after)
-            second, at = _decode_image(body, at, table, bits_after)
-            in_after = tuple(here and i not in partial for i, here in enumerate(bits_after))
-            yield first, [v if in_after[i] else None for i, v in enumerate(second)], tuple(bits), in_after
-        elif header.change == "update":
-            second, at = _decode_image(body, at, table, bits_after)
-            yield first, second, tuple(bits), tuple(bits_after)
-        elif header.change == "delete":
-            yield first, None, tuple(bits), ()
-        else:
-            yield None, first, (), tuple(bits)
+    in its `present` flags. (`RowsDecoder(table).rows`: keep the decoder for many events.)"""
+    return RowsDecoder(table).rows(event, fmt)
 
 
-def _decode_image(body: bytes, at: int, table: TableDef, present: list[bool]) -> tuple[list[Value], int]:
-    count = sum(present)
-    nulls = body[at : at + (count + 7) // 8]
-    at += (count + 7) // 8
-    values: list[Value] = []
-    k = 0
-    for c, here in zip(table.columns, present, strict=True):
-        if not here:
-            values.append(None)
-            continue
-        is_null = nulls[k >> 3] & (1 << (k & 7))
-        k += 1
-        if is_null:
-            values.append(None)
-            continue
-        value, at = _value(body, at, c)
-        values.append(value)
-    if at > len(body):
-        raise RowsError("a row runs past the end of its event")
-    return values, at
+KeyRow = tuple[tuple[Value, ...] | None, tuple[Value, ...] | None, int, int]
+Flags = tuple[bool, ...]
+
+
+class RowsDecoder:
+    """Decodes the rows events of one table map. Its layouts (the columns an image holds, with
+    each column's decoder) are made once per columns-present bitmap met, so a decoder kept for
+    many events of the table does the type dispatch once, not once per value. Bounded: a
+    hostile file's endless bitmaps empty the layouts now and then."""
+
+    def __init__(self, table: TableDef) -> None:
+        self.table = table
+        self._layouts: dict[tuple[bytes, int], _Image] = {}
+
+    def layout(self, header: RowsHeader) -> tuple[_Image, _Image]:
+        """The layouts of the event's before and after images (one image: the same twice)."""
+        first = self._layout(header.present, header.columns)
+        if header.present_after is None:
+            return first, first
+        return first, self._layout(header.present_after, header.columns)
+
+    def _layout(self, bitmap: bytes, columns: int) -> _Image:
+        found = self._layouts.get((bitmap, columns))
+        if found is None:
+            if columns != len(self.table.columns):
+                raise RowsError(
+                    f"the rows event has {columns} columns, its table map {len(self.table.columns)}"
+                )
+            present = tuple(bool(bitmap[i // 8] & (1 << (i % 8))) if i // 8 < len(bitmap) else False
+                            for i in range(columns))  # fmt: skip
+            if len(self._layouts) >= _LAYOUTS_MAX:
+                self._layouts.clear()
+            found = self._layouts[(bitmap, columns)] = _Image(self.table, present)
+        return found
+
+    def rows(
+        self, event: Event, fmt: Format
+    ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags]]:
+        """As `decode_rows`."""
+        header = read_header(event, fmt)
+        body, table = event.body, self.table
+        first_image, second_image = self.layout(header)
+        bits, bits_after = first_image.present, second_image.present
+        at = header.rows_at
+        partial_update = event.type == PARTIAL_UPDATE_ROWS
+        if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
+            raise RowsError("rows without any column present")
+        first_decode, second_decode = first_image.decode, second_image.decode
+        try:
+            while at < len(body):
+                first, at = first_decode(body, at)
+                if partial_update:
+                    at, partial = _partial_prefix(body, at, table, list(bits_after))
+                    second, at = second_decode(body, at)
+                    in_after = tuple(here and i not in partial for i, here in enumerate(bits_after))
+                    yield first, [v if in_after[i] else None for i, v in enumerate(second)], bits, in_after
+                elif header.change == "update":
+                    second, at = second_decode(body, at)
+                    yield first, second, bits, bits_after
+                elif header.change == "delete":
+                    yield first, None, bits, ()
+                else:
+                    yield None, first, (), bits
+        except (IndexError, struct.error):  # hostile bytes: a value runs past the end of the event
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
+
+    def keyed(self, event: Event, fmt: Format, key: tuple[int, ...]) -> KeyedRows | None:
+        """The event's rows key first (`KeyedRows`), decoding only the `key` columns (indexes,
+        in key order). None where this cannot be done: a PARTIAL_UPDATE_ROWS event (its rows
+        carry diffs), an image lacking a key column (binlog_row_image=MINIMAL), or no key."""
+        if not key or event.type == PARTIAL_UPDATE_ROWS:
+            return None
+        header = read_header(event, fmt)
+        first_image, second_image = self.layout(header)
+        if not all(first_image.present[i] and second_image.present[i] for i in key):
+            return None
+        return KeyedRows(event, header, first_image, second_image, key)
+
+
+class KeyedRows:
+    """The rows of one rows event, key first: iterating gives each row as (key before, key
+    after, where its before image starts, where its after image starts), an image the event has
+    not being None and its start -1; `image(at, after)` then decodes a kept image whole, the
+    same as `RowsDecoder.rows` gives it. A page that keeps few rows of a long history so decodes
+    whole only the images it keeps. `complete`: every column is in both images."""
+
+    def __init__(
+        self, event: Event, header: RowsHeader, first: _Image, second: _Image, key: tuple[int, ...]
+    ) -> None:
+        self.event, self.header = event, header
+        self.first_image, self.second_image, self.key = first, second, key
+        self.complete = all(first.present) and all(second.present)
+
+    def __iter__(self) -> Iterator[KeyRow]:
+        event, header = self.event, self.header
+        body, at, change = event.body, header.rows_at, header.change
+        # Every image holds the key columns (RowsDecoder.keyed checked): each row moves `at` on.
+        first_key, second_key = self.first_image.key_reader(self.key), self.second_image.key_reader(self.key)
+        try:
+            while at < len(body):
+                start = at
+                found, at = first_key(body, at)
+                if change == "update":
+                    second_start = at
+                    second, at = second_key(body, at)
+                    yield found, second, start, second_start
+                elif change == "delete":
+                    yield found, None, start, -1
+                else:
+                    yield None, found, -1, start
+        except (IndexError, struct.error):
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
+        if at != len(body):
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end")
+
+    def image(self, at: int, after: bool) -> tuple[list[Value], Flags]:
+        """The values (by column index, None where absent) and the present flags of the image
+        starting at `at`."""
+        layout = self.second_image if after else self.first_image
+        try:
+            return layout.decode(self.event.body, at)[0], layout.present
+        except (IndexError, struct.error):
+            raise RowsError(f"a row of the rows event at {self.event.position} runs past its end") from None
+
+
+# How decoding is fast enough for a table's whole history: the type of each column is looked
+# up once per table map, not once per value. `column_decoder` gives each column a function of
+# (body, offset) specialised to its type and metadata, and `_Image` holds them for one layout
+# (the columns one image of a rows event holds); layouts are cached per table map and bitmap.
+# The specialised functions give exactly what `_value` gives (tests compare the two on every
+# column of the samples); rarer types go through `_value` itself.
+
+Decoder = Callable[[bytes, int], tuple[Value, int]]
+_STRUCTS = {
+    (T.TINY, False): struct.Struct("<b"), (T.SHORT, False): struct.Struct("<h"),
+    (T.SHORT, True): struct.Struct("<H"), (T.LONG, False): struct.Struct("<i"),
+    (T.LONG, True): struct.Struct("<I"), (T.LONGLONG, False): struct.Struct("<q"),
+    (T.LONGLONG, True): struct.Struct("<Q"), (T.FLOAT, False): struct.Struct("<f"),
+    (T.FLOAT, True): struct.Struct("<f"), (T.DOUBLE, False): struct.Struct("<d"),
+    (T.DOUBLE, True): struct.Struct("<d"),
+}  # fmt: skip
+_TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
+_UTF8 = (None, "utf8mb4", "utf8mb3", "utf8")
+
+
+def column_decoder(c: ColumnDef) -> Decoder:
+    """`decode(body, at) -> (value, end)` for one non-NULL value of the column."""
+    t = c.type
+    if t == T.TINY and c.unsigned:
+        return _unsigned_tiny
+    fixed = _STRUCTS.get((t, c.unsigned))
+    if fixed is not None:
+        return _fixed_decoder(fixed.unpack_from, fixed.size)
+    if t == T.NEWDECIMAL:
+        size, precision, scale = _decimal_size(c.precision, c.decimals), c.precision, c.decimals
+        return lambda b, at: (_decimal(b[at : at + size], precision, scale), at + size)
+    if t == T.DATETIME2:
+        fsp = c.fsp
+        return lambda b, at: _datetime2(b, at, fsp)
+    if t in _TEXT_TYPES and t not in (T.ENUM, T.SET):
+        width = value_width(c)
+        if width < 0:
+            return _text_decoder(c, -width)
+    return lambda b, at: _value(b, at, c)
+
+
+def _unsigned_tiny(b: bytes, at: int) -> tuple[Value, int]:
+    return b[at], at + 1
+
+
+def _fixed_decoder(unpack: Callable[[bytes, int], tuple[Any, ...]], size: int) -> Decoder:
+    def decode(b: bytes, at: int) -> tuple[Value, int]:
+        return unpack(b, at)[0], at + size
+
+    return decode
+
+
+def _text_decoder(c: ColumnDef, prefix: int) -> Decoder:
+    """Text and binary strings: a little-endian length of `prefix` bytes, then the bytes."""
+    charset, name = c.charset, c.name or c.index
+    utf8 = charset in _UTF8
+
+    def decode(b: bytes, at: int) -> tuple[Value, int]:
+        start = at + prefix
+        length = b[at] if prefix == 1 else int.from_bytes(b[at:start], "little")
+        end = start + length
+        raw = b[start:end]
+        if len(raw) < length or start > len(b):
+            raise RowsError(f"a value of {name} runs past the end of its event")
+        if utf8:
+            try:
+                return raw.decode("utf-8"), end
+            except UnicodeDecodeError:
+                return raw, end
+        return decode_text(raw, charset), end
+
+    return decode
+
+
+class _Image:
+    """The decoders of one layout: the columns one image of a rows event holds."""
+
+    __slots__ = ("columns", "keyed", "nulls", "plan", "present")
+
+    def __init__(self, table: TableDef, present: tuple[bool, ...]) -> None:
+        self.present = present
+        self.columns = len(table.columns)
+        chosen = [c for c, here in zip(table.columns, present, strict=True) if here]
+        self.plan = tuple((c.index, column_decoder(c), value_width(c)) for c in chosen)
+        self.nulls = (len(chosen) + 7) // 8
+        self.keyed: dict[tuple[int, ...], Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
+
+    def decode(self, b: bytes, at: int) -> tuple[list[Value], int]:
+        values: list[Value] = [None] * self.columns
+        size = self.nulls
+        nulls = int.from_bytes(b[at : at + size], "little")
+        at += size
+        if at > len(b):
+            raise RowsError("a row runs past the end of its event")
+        for i, decode, _ in self.plan:
+            if nulls & 1:
+                nulls >>= 1
+                continue
+            nulls >>= 1
+            values[i], at = decode(b, at)
+        if at > len(b):
+            raise RowsError("a row runs past the end of its event")
+        return values, at
+
+    def key_reader(self, key: tuple[int, ...]) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+        """`read(body, at) -> (key values in key order, end)`: the key columns decoded, the
+        others skipped by their widths."""
+        found = self.keyed.get(key)
+        if found is None:
+            found = self.keyed[key] = self._key_reader(key)
+        return found
+
+    def _key_reader(self, key: tuple[int, ...]) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+        order = {column: k for k, column in enumerate(key)}
+        plan = tuple((order.get(i, -1), decode, width) for i, decode, width in self.plan)
+        size, count = self.nulls, len(key)
+
+        def read(b: bytes, at: int) -> tuple[tuple[Value, ...], int]:
+            values: list[Value] = [None] * count
+            nulls = int.from_bytes(b[at : at + size], "little")
+            at += size
+            if at > len(b):
+                raise RowsError("a row runs past the end of its event")
+            for slot, decode, width in plan:
+                if nulls & 1:
+                    nulls >>= 1
+                    continue
+                nulls >>= 1
+                if slot >= 0:
+                    values[slot], at = decode(b, at)
+                elif width > 0:
+                    at += width
+                elif width == -1:
+                    at += 1 + b[at]
+                elif width == -2:
+                    at += 2 + (b[at] | b[at + 1] << 8)
+                else:
+                    at += -width + int.from_bytes(b[at : at - width], "little")
+            if at > len(b):
+                raise RowsError("a row runs past the end of its event")
+            return tuple(values), at
+
+        return read
 
 
 def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:
