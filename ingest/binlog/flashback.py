@@ -83,9 +83,8 @@ def _match(image: dict[str, Value], info: TableInfo) -> tuple[str, str]:
 def undo_row(row: RowImage, info: TableInfo) -> str:
     table = table_ident(row.table)
     if not row.complete and row.change != "insert":
-        return (
-            f"-- a row of {row.table} cannot be restored: its image lacks columns (binlog_row_image not FULL)"
-        )
+        why = "".join(ch if ch.isprintable() else " " for ch in row.note)[:300] or "binlog_row_image not FULL"
+        return f"-- a row of {row.table} cannot be restored: its image lacks columns ({why})"
     if row.change == "delete":
         assert row.before is not None
         cols = [k for k in row.before if k not in info.generated]

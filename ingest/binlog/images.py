@@ -43,15 +43,20 @@ class RowImage:
     before: dict[str, Value] | None
     after: dict[str, Value] | None
     complete: bool  # every column is in each image it has (binlog_row_image=FULL)
+    note: str = ""  # why a column the binlog holds something of is missing (a partial JSON update)
 
     def as_json(self) -> dict[str, Any]:
-        """The API's row: {"table", "change", "before", "after"} with JSON-safe values."""
-        return {
+        """The API's row: {"table", "change", "before", "after"} with JSON-safe values, and
+        "note" where the row has one."""
+        row = {
             "table": self.table,
             "change": self.change,
             "before": None if self.before is None else {k: json_value(v) for k, v in self.before.items()},
             "after": None if self.after is None else {k: json_value(v) for k, v in self.after.items()},
         }
+        if self.note:
+            row["note"] = self.note
+        return row
 
 
 def named_table(table: TableDef, schema: TableSchema | None) -> TableDef:
@@ -134,13 +139,14 @@ def event_images(event: Event, fmt: Format, decoder: RowsDecoder, change: str) -
     """The rows of one rows event, decoded whole by the decoder of its table (named)."""
     table = decoder.table
     names = [c.name or f"@{c.index + 1}" for c in table.columns]
-    for before, after, in_before, in_after in decoder.rows(event, fmt):
+    for before, after, in_before, in_after, note in decoder.noted(event, fmt):
         yield RowImage(
             table.name,
             change,
             _image(names, before, in_before),
             _image(names, after, in_after),
             all(in_before) and all(in_after),
+            note,
         )
 
 

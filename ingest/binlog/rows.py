@@ -25,7 +25,15 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from ingest.binlog.jsonb import json_text
+from ingest.binlog.jsonb import (
+    JsonDiffError,
+    apply_json_diff,
+    describe_diff,
+    json_document,
+    json_dump,
+    json_text,
+    read_json_diff,
+)
 from ingest.binlog.reader import (
     DELETE_ROWS_V2,
     PARTIAL_UPDATE_ROWS,
@@ -425,7 +433,7 @@ class RowsDecoder:
 
     def __init__(self, table: TableDef) -> None:
         self.table = table
-        self._layouts: dict[tuple[bytes, int], _Image] = {}
+        self._layouts: dict[tuple[bytes, int, bool], _Image] = {}
 
     def layout(self, header: RowsHeader) -> tuple[_Image, _Image]:
         """The layouts of the event's before and after images (one image: the same twice)."""
@@ -434,8 +442,8 @@ class RowsDecoder:
             return first, first
         return first, self._layout(header.present_after, header.columns)
 
-    def _layout(self, bitmap: bytes, columns: int) -> _Image:
-        found = self._layouts.get((bitmap, columns))
+    def _layout(self, bitmap: bytes, columns: int, raw_json: bool = False) -> _Image:
+        found = self._layouts.get((bitmap, columns, raw_json))
         if found is None:
             if columns != len(self.table.columns):
                 raise RowsError(
@@ -445,38 +453,82 @@ class RowsDecoder:
                             for i in range(columns))  # fmt: skip
             if len(self._layouts) >= _LAYOUTS_MAX:
                 self._layouts.clear()
-            found = self._layouts[(bitmap, columns)] = _Image(self.table, present)
+            found = self._layouts[(bitmap, columns, raw_json)] = _Image(self.table, present, raw_json)
         return found
 
     def rows(
         self, event: Event, fmt: Format
     ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags]]:
         """As `decode_rows`."""
+        for before, after, in_before, in_after, _ in self.noted(event, fmt):
+            yield before, after, in_before, in_after
+
+    def noted(
+        self, event: Event, fmt: Format
+    ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags, str]]:
+        """As `rows`, each row with a note: why a column is missing from an image where the
+        binlog holds something of it that could not be used (else empty)."""
         header = read_header(event, fmt)
-        body, table = event.body, self.table
+        body = event.body
         first_image, second_image = self.layout(header)
         bits, bits_after = first_image.present, second_image.present
         at = header.rows_at
-        partial_update = event.type == PARTIAL_UPDATE_ROWS
         if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
             raise RowsError("rows without any column present")
+        if event.type == PARTIAL_UPDATE_ROWS:
+            yield from self._partial(event, header)
+            return
         first_decode, second_decode = first_image.decode, second_image.decode
         try:
             while at < len(body):
                 first, at = first_decode(body, at)
-                if partial_update:
-                    at, partial = _partial_prefix(body, at, table, list(bits_after))
+                if header.change == "update":
                     second, at = second_decode(body, at)
-                    in_after = tuple(here and i not in partial for i, here in enumerate(bits_after))
-                    yield first, [v if in_after[i] else None for i, v in enumerate(second)], bits, in_after
-                elif header.change == "update":
-                    second, at = second_decode(body, at)
-                    yield first, second, bits, bits_after
+                    yield first, second, bits, bits_after, ""
                 elif header.change == "delete":
-                    yield first, None, bits, ()
+                    yield first, None, bits, (), ""
                 else:
-                    yield None, first, (), bits
+                    yield None, first, (), bits, ""
         except (IndexError, struct.error):  # hostile bytes: a value runs past the end of the event
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
+
+    def _partial(
+        self, event: Event, header: RowsHeader
+    ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags, str]]:
+        """The rows of a PARTIAL_UPDATE_ROWS event, their JSON diffs applied to the before
+        image's documents (`jsonb.apply_json_diff`). A diff that cannot be applied (the before
+        image lacks the document under binlog_row_image=MINIMAL, or it does not fit it) leaves
+        its column out of the after image, and the note says why and what the diff was."""
+        body, table = event.body, self.table
+        first = self._layout(header.present, header.columns, raw_json=True)
+        second = self._layout(header.present_after or header.present, header.columns, raw_json=True)
+        json_columns = [i for i, c in enumerate(table.columns) if c.type == T.JSON]
+        at = header.rows_at
+        try:
+            while at < len(body):
+                before, at = first.decode(body, at)
+                at, partial = _partial_prefix(body, at, table, list(second.present))
+                after, at = second.decode(body, at)
+                in_after = list(second.present)
+                notes = []
+                for i in json_columns:
+                    document = before[i]
+                    if first.present[i] and document is not None:
+                        before[i] = _mysql_json(document)  # type: ignore[arg-type]
+                    if i in partial:
+                        column = table.columns[i].name or f"@{i + 1}"
+                        if not first.present[i]:
+                            lacking = "the before image lacks the document (binlog_row_image=MINIMAL)"
+                        else:
+                            lacking = "the document was NULL before" if document is None else ""
+                        after[i], note = _applied(document, after[i], column, lacking)  # type: ignore[arg-type]
+                        if note:
+                            in_after[i] = False
+                            notes.append(note)
+                    elif second.present[i] and after[i] is not None:
+                        after[i] = _mysql_json(after[i])  # type: ignore[arg-type]
+                yield before, after, first.present, tuple(in_after), "; ".join(notes)[:2000]
+        except (IndexError, struct.error):
             raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
 
     def keyed(self, event: Event, fmt: Format, key: tuple[int, ...]) -> KeyedRows | None:
@@ -579,6 +631,36 @@ def column_decoder(c: ColumnDef) -> Decoder:
     return lambda b, at: _value(b, at, c)
 
 
+def _raw_decoder(c: ColumnDef) -> Decoder:
+    """A length-prefixed value's bytes, undecoded (a JSON document or a partial update's diff)."""
+    prefix, name = -value_width(c), c.name or c.index
+
+    def decode(b: bytes, at: int) -> tuple[Value, int]:
+        start = at + prefix
+        end = start + int.from_bytes(b[at:start], "little")
+        if end > len(b) or start > len(b):
+            raise RowsError(f"a value of {name} runs past the end of its event")
+        return b[start:end], end
+
+    return decode
+
+
+def _applied(document: Value, diff: bytes, column: str, lacking: str) -> tuple[Value, str]:
+    """(the after document as text, "") or (None, why not): a JSON column's diff applied to its
+    before document (`lacking` says why there is none to apply it to)."""
+    try:
+        operations = read_json_diff(diff, _decimal)
+    except (JsonDiffError, RecursionError) as e:
+        return None, f"{column}: a partial JSON update that cannot be read ({e})"
+    what = describe_diff(operations)[:500]
+    if lacking or not isinstance(document, bytes):
+        return None, f"{column}: partial JSON update not applied, {lacking or 'no document'}: {what}"
+    try:
+        return json_dump(apply_json_diff(json_document(document, _decimal), operations)), ""
+    except (JsonDiffError, ValueError, IndexError, struct.error, RecursionError) as e:
+        return None, f"{column}: partial JSON update not applied ({e}): {what}"
+
+
 def _unsigned_tiny(b: bytes, at: int) -> tuple[Value, int]:
     return b[at], at + 1
 
@@ -617,11 +699,14 @@ class _Image:
 
     __slots__ = ("columns", "keyed", "nulls", "plan", "present")
 
-    def __init__(self, table: TableDef, present: tuple[bool, ...]) -> None:
+    def __init__(self, table: TableDef, present: tuple[bool, ...], raw_json: bool = False) -> None:
         self.present = present
         self.columns = len(table.columns)
         chosen = [c for c, here in zip(table.columns, present, strict=True) if here]
-        self.plan = tuple((c.index, column_decoder(c), value_width(c)) for c in chosen)
+        self.plan = tuple(
+            (c.index, _raw_decoder(c) if raw_json and c.type == T.JSON else column_decoder(c), value_width(c))
+            for c in chosen
+        )
         self.nulls = (len(chosen) + 7) // 8
         self.keyed: dict[tuple[int, ...], Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
 
