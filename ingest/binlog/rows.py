@@ -17,6 +17,7 @@ the present non-null values.
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -43,11 +44,11 @@ from ingest.binlog.reader import (
     Event,
     Format,
 )
-from ingest.binlog.tables import ColumnDef, TableDef
+from ingest.binlog.tables import VECTOR, ColumnDef, TableDef
 
 STMT_END = 0x0001  # the last rows event of a statement
 
-Value = int | float | Decimal | str | bytes | None
+Value = int | float | Decimal | str | bytes | list[float] | None  # a list: a VECTOR
 
 
 class RowsError(ValueError):
@@ -178,6 +179,8 @@ def value_width(c: ColumnDef) -> int:
         return -2 if c.max_length > 255 else -1
     if t in (T.BLOB, T.GEOMETRY, T.JSON, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
         return -(c.length_size or 2)
+    if t == VECTOR:
+        return -(c.length_size or 4)
     raise RowsError(f"column type {t} of {c.name or c.index} is not known")
 
 
@@ -842,7 +845,21 @@ def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:
         return _mysql_json(raw), end
     if t == T.GEOMETRY:
         return bytes(raw), end
+    if t == VECTOR:
+        return _vector(raw, c.dimensions), end
     return decode_text(raw, c.charset), end
+
+
+def _vector(raw: bytes, dimensions: int) -> list[float] | bytes:
+    """A VECTOR: its float32 values (each exactly, as a Python float). The bytes where they are
+    not such a vector: a length not a multiple of 4 or not the map's dimensionality, or a value
+    that is not a finite number (MySQL stores none; JSON has no NaN)."""
+    if len(raw) % 4 or (dimensions and len(raw) != 4 * dimensions):
+        return bytes(raw)
+    values = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    if not all(math.isfinite(v) for v in values):
+        return bytes(raw)
+    return values
 
 
 def _fraction(b: bytes, at: int, fsp: int) -> tuple[int, int]:
