@@ -739,36 +739,91 @@ class _Image:
         return found
 
     def _key_reader(self, key: tuple[int, ...]) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+        """As the row counter does (`_RowCounter`), a function per null bitmap met, generated
+        once: straight-line code that calls the key columns' decoders at offsets summed from
+        the fixed widths and length prefixes between them. Bounded per layout and in all (past
+        the bounds, the generic loop of `_key_values`)."""
         order = {column: k for k, column in enumerate(key)}
         plan = tuple((order.get(i, -1), decode, width) for i, decode, width in self.plan)
         size, count = self.nulls, len(key)
+        made: dict[int, Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
+
+        def make(mask: int) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+            if len(made) >= MASKS_PER_LAYOUT or _made[0] >= MASKS_MAX:
+                return lambda b, at: _key_values(b, at, plan, mask, count)
+            _made[0] += 1
+            found = made[mask] = _compile_key(plan, mask, count)
+            return found
 
         def read(b: bytes, at: int) -> tuple[tuple[Value, ...], int]:
-            values: list[Value] = [None] * count
             nulls = int.from_bytes(b[at : at + size], "little")
             at += size
             if at > len(b):
                 raise RowsError("a row runs past the end of its event")
-            for slot, decode, width in plan:
-                if nulls & 1:
-                    nulls >>= 1
-                    continue
-                nulls >>= 1
-                if slot >= 0:
-                    values[slot], at = decode(b, at)
-                elif width > 0:
-                    at += width
-                elif width == -1:
-                    at += 1 + b[at]
-                elif width == -2:
-                    at += 2 + (b[at] | b[at + 1] << 8)
-                else:
-                    at += -width + int.from_bytes(b[at : at - width], "little")
+            values, at = (made.get(nulls) or make(nulls))(b, at)
             if at > len(b):
                 raise RowsError("a row runs past the end of its event")
-            return tuple(values), at
+            return values, at
 
         return read
+
+
+def _key_values(
+    b: bytes, at: int, plan: tuple[tuple[int, Decoder, int], ...], nulls: int, count: int
+) -> tuple[tuple[Value, ...], int]:
+    """The key columns' values of one image (`at` just after its null bitmap), the others
+    skipped by their widths: the generic loop."""
+    values: list[Value] = [None] * count
+    for slot, decode, width in plan:
+        if nulls & 1:
+            nulls >>= 1
+            continue
+        nulls >>= 1
+        if slot >= 0:
+            values[slot], at = decode(b, at)
+        elif width > 0:
+            at += width
+        elif width == -1:
+            at += 1 + b[at]
+        elif width == -2:
+            at += 2 + (b[at] | b[at + 1] << 8)
+        else:
+            at += -width + int.from_bytes(b[at : at - width], "little")
+    return tuple(values), at
+
+
+def _compile_key(
+    plan: tuple[tuple[int, Decoder, int], ...], mask: int, count: int
+) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+    """`_key_values` for one null bitmap as generated straight-line code (only integers from
+    the table map go into the source; the decoders are passed in its scope)."""
+    lines, fixed, scope = [], 0, {}
+    values = ["None"] * count
+    for k, (slot, decode, width) in enumerate(plan):
+        if mask >> k & 1:
+            continue  # NULL: no bytes
+        if slot >= 0:
+            scope[f"d{k}"] = decode
+            lines.append(f"    v{slot}, at = d{k}(b, at + {fixed})")
+            values[slot], fixed = f"v{slot}", 0
+        elif width > 0:
+            fixed += width
+        else:
+            n = -width
+            if n == 1:
+                length = f"b[at + {fixed}]"
+            elif n == 2:
+                length = f"(b[at + {fixed}] | b[at + {fixed + 1}] << 8)"
+            else:
+                length = f"int.from_bytes(b[at + {fixed}:at + {fixed + n}], 'little')"
+            lines.append(f"    at += {fixed + n} + {length}")
+            fixed = 0
+    if len(lines) > 64:  # very wide tables: the generic loop, not a huge function
+        return lambda b, at: _key_values(b, at, plan, mask, count)
+    result = "(" + "".join(v + ", " for v in values) + ")"
+    source = "def read(b, at):\n" + "\n".join([*lines, f"    return {result}, at + {fixed}"]) + "\n"
+    exec(source, scope)  # integers only
+    return scope["read"]  # type: ignore[no-any-return]
 
 
 def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:

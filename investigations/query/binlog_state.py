@@ -62,8 +62,10 @@ def _part(value: Value) -> tuple[int, Any]:
         return (-1, 0)
     if isinstance(value, bool):
         return (0, Decimal(int(value)))
-    if isinstance(value, int | Decimal):
-        return (0, Decimal(value))
+    if isinstance(value, int):  # ints and Decimals compare, hash and print alike: no conversion
+        return (0, value)
+    if isinstance(value, Decimal):
+        return (0, value)
     if isinstance(value, float):
         return (0, Decimal(repr(value))) if value == value else (3, "nan")
     if isinstance(value, bytes):
@@ -324,7 +326,8 @@ class _Walk:
             self.incomplete += not complete
             # As `_split` does with whole images.
             if kind == "update" and old is not None and new is not None:
-                old_key, new_key = tuple(map(_part, old)), tuple(map(_part, new))
+                old_key = tuple(map(_part, old))
+                new_key = old_key if old == new else tuple(map(_part, new))  # mostly the same key
                 if old_key == new_key:
                     parts = [(old_key, before_at, after_at)]
                 else:  # the old key is gone, the new one appears

@@ -17,7 +17,7 @@ import pytest
 from django.core.management import call_command
 
 from ingest import binlog_join
-from ingest.binlog import images
+from ingest.binlog import images, rows
 from ingest.binlog.payload import expanded
 from ingest.binlog.reader import PARTIAL_UPDATE_ROWS, ROWS_CHANGE, TABLE_MAP, Event, Format, read_events
 from ingest.binlog.rows import RowsDecoder, _value, read_header
@@ -97,7 +97,11 @@ def test_every_value_of_the_samples_decodes_as_the_general_decoder_decodes_it() 
     assert {1, 3, 8, 15, 246, 252, 254, 18, 245} <= types  # TINY, LONG, LONGLONG, VARCHAR, DECIMAL, BLOB, ...
 
 
-def test_rows_read_key_first_have_the_keys_and_images_of_the_rows_decoded_whole() -> None:
+@pytest.mark.parametrize("generated", [256, 1, 0])  # key readers generated per bitmap, or the loop
+def test_rows_read_key_first_have_the_keys_and_images_of_the_rows_decoded_whole(
+    generated: int, monkeypatch: Any
+) -> None:
+    monkeypatch.setattr(rows, "MASKS_PER_LAYOUT", generated)
     checked = 0
     for event, fmt, table in _rows_events():
         if not table.primary_key:
