@@ -207,3 +207,19 @@ def test_a_document_read_as_values_prints_as_the_text_decoder_prints_it() -> Non
 def test_a_row_image_without_a_note_has_no_note_in_the_api() -> None:
     row = RowImage("db.t", "delete", {"id": 1}, None, True)
     assert "note" not in row.as_json()
+
+
+@pytest.mark.django_db
+def test_the_statement_page_says_why_a_partial_update_row_is_incomplete(investigator_client: Any) -> None:
+    import io
+
+    from django.core.management import call_command
+
+    from ingest.models import BinlogChange
+
+    call_command("ingest", str(SAMPLE), "--server", "partial", stdout=io.StringIO())
+    change = BinlogChange.objects.filter(statement__transaction__server="partial", change="update").last()
+    assert change is not None and change.rows == 6
+    page = investigator_client.get(f"/binlog/statements/{change.statement_id}/").content.decode()
+    notes = page.count("Incomplete: @2: partial JSON update not applied, the before image lacks the document")
+    assert notes == 6 and "replace $.age 26" in page
