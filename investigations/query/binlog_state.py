@@ -39,7 +39,7 @@ from ingest.models import BinlogChange, BinlogFile, BinlogStatement
 from investigations.query.binlog import create_table_schema
 
 STATE_PAGE = 100  # rows a page of the table at T shows
-# Row changes decoded for one page (about 5 CPU s here: docs/benchmarks.md); beyond, it says it stopped.
+# Row changes decoded for one page (about 3.5 CPU s here: docs/benchmarks.md); beyond, it says it stopped.
 MAX_DECODED = 1_000_000
 CHANGE_ORDER = (
     "statement__transaction__commit_time",
