@@ -518,7 +518,7 @@ class RowsDecoder:
                     document = before[i]
                     if first.present[i] and document is not None:
                         before[i] = _mysql_json(document)  # type: ignore[arg-type]
-                    if i in partial:
+                    if i in partial and after[i] is not None:  # (NULL after: no diff to read)
                         column = table.columns[i].name or f"@{i + 1}"
                         if not first.present[i]:
                             lacking = "the before image lacks the document (binlog_row_image=MINIMAL)"

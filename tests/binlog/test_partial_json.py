@@ -13,6 +13,7 @@ MySQL's documented layout, since no public sample holds them.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from decimal import Decimal
 from pathlib import Path
@@ -223,3 +224,23 @@ def test_the_statement_page_says_why_a_partial_update_row_is_incomplete(investig
     page = investigator_client.get(f"/binlog/statements/{change.statement_id}/").content.decode()
     notes = page.count("Incomplete: @2: partial JSON update not applied, the before image lacks the document")
     assert notes == 6 and "replace $.age 26" in page
+
+
+def test_damaged_partial_update_rows_end_in_a_rows_error_or_a_note_never_another_error() -> None:
+    from ingest.binlog.rows import RowsError
+
+    fmt, table, events = _events()
+    spliced = _spliced(fmt, table, next(e for e in events if e.type == UPDATE_ROWS_V2), events[-1])
+    header_end = read_header(spliced, fmt).rows_at
+    body = spliced.body
+    for at in range(header_end, len(body)):
+        for change in (0xFF, 0x01, 0x80):
+            data = bytearray(body)
+            data[at] ^= change
+            with contextlib.suppress(RowsError):
+                for row in event_images(
+                    spliced._replace(body=bytes(data)), fmt, RowsDecoder(table), "update"
+                ):
+                    assert row.after is not None and ("@2" in row.after or row.note)  # never silent
+        with contextlib.suppress(RowsError):
+            list(event_images(spliced._replace(body=body[:at]), fmt, RowsDecoder(table), "update"))

@@ -9,6 +9,7 @@ dimensionalities its table maps carry: [3] for foo, [2, 4] for bar.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import struct
@@ -104,3 +105,24 @@ def test_bytes_that_are_not_a_vector_stay_bytes() -> None:
     assert _vector(one + b"\x00", 0) == one + b"\x00"  # not whole float32 values
     nan = struct.pack("<f", float("nan"))
     assert _vector(one + nan, 2) == one + nan  # JSON has no NaN, MySQL stores none
+
+
+def test_a_damaged_vector_table_map_is_a_table_map_error_never_another() -> None:
+    from ingest.binlog.tables import TableMapError, decode_table_map
+
+    with SAMPLE.open("rb") as f:
+        fmt, maps = None, []
+        for item in read_events(f):
+            if isinstance(item, Format):
+                fmt = item
+            elif isinstance(item, Event) and item.type == TABLE_MAP:
+                maps.append(item)
+    assert fmt is not None and maps
+    body = maps[1].body  # bar: two VECTOR columns and a TEXT
+    for cut in range(len(body) + 1):
+        for flip in (None, cut - 1, cut - 5):
+            data = bytearray(body[:cut])
+            if flip is not None and 0 <= flip < len(data):
+                data[flip] ^= 0xFF
+            with contextlib.suppress(TableMapError):
+                decode_table_map(maps[1]._replace(body=bytes(data)), fmt)
