@@ -207,7 +207,7 @@ def table_at(
 
     1. The table's changes stream in commit order as plain tuples (no model instances: a table
        can have millions of small ones).
-    2. For each rows event, only the key columns of each row are decoded (`rows.key_rows`); the
+    2. For each rows event, only the key columns of each row are decoded (`RowsDecoder.keyed`); the
        page says whether it keeps that key, and only then is the image it needs decoded whole.
        Most rows of a long history are never on the page, so most values are never decoded.
     3. Events whose rows cannot be read key first (a partial JSON update, an image lacking a key
