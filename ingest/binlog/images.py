@@ -10,7 +10,9 @@ as mysqlbinlog does. What an image lacks under other row images: with
 binlog_row_image=MINIMAL the before image holds only the primary key (every column when
 there is none) and the after image only the columns the statement set; with NOBLOB,
 unchanged BLOB/TEXT columns are left out. A column missing from an image is missing from
-its dict (never None, which means NULL), and `RowImage.complete` says whether any is.
+its dict (never None, which means NULL), and `RowImage.complete` says whether any is;
+`RowImage.note` says why where the binlog held something of the column it could not use (a
+partial JSON update whose diff cannot be applied).
 """
 
 from __future__ import annotations

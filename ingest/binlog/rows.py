@@ -363,8 +363,11 @@ def _skip_values(body: bytes, at: int, present: tuple[int, ...], mask: int) -> i
 # Each row is the before image, then the after image preceded by its value options
 # (length-coded; bit 1: partial JSON) and, with that bit, a bitmap over the JSON columns
 # present in the after image: a set bit means the column holds a diff (operations on paths of
-# the document), not the document. Diffs are not applied here: such a column is left out of
-# the after image, as under binlog_row_image=NOBLOB, and the image says it is incomplete.
+# the document), not the document. `RowsDecoder._partial` applies each diff to the before
+# image's document (jsonb.apply_json_diff); where it cannot (no document in the before image
+# under binlog_row_image=MINIMAL, or a diff that does not fit), the column is left out of the
+# after image, as under binlog_row_image=NOBLOB, the image says it is incomplete and the row's
+# note says why.
 
 _PARTIAL_JSON = 0x01
 
