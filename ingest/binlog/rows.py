@@ -540,12 +540,16 @@ class RowsDecoder:
     def keyed(self, event: Event, fmt: Format, key: tuple[int, ...]) -> KeyedRows | None:
         """The event's rows key first (`KeyedRows`), decoding only the `key` columns (indexes,
         in key order). None where this cannot be done: a PARTIAL_UPDATE_ROWS event (its rows
-        carry diffs), an image lacking a key column (binlog_row_image=MINIMAL), or no key."""
+        carry diffs), a first image lacking a key column, an INSERT's or DELETE's image lacking
+        one, or no key. An UPDATE's after image without the key columns (what
+        binlog_row_image=MINIMAL writes when the key is not set) keeps the row's key."""
         if not key or event.type == PARTIAL_UPDATE_ROWS:
             return None
         header = read_header(event, fmt)
         first_image, second_image = self.layout(header)
-        if not all(first_image.present[i] and second_image.present[i] for i in key):
+        if not all(first_image.present[i] for i in key):
+            return None
+        if header.change != "update" and not all(second_image.present[i] for i in key):
             return None
         return KeyedRows(event, header, first_image, second_image, key)
 
@@ -563,12 +567,16 @@ class KeyedRows:
         self.event, self.header = event, header
         self.first_image, self.second_image, self.key = first, second, key
         self.complete = all(first.present) and all(second.present)
+        # As images.RowImage's users read a MINIMAL after image: without all the key columns,
+        # the key did not change.
+        self.after_keyed = all(second.present[i] for i in key)
 
     def __iter__(self) -> Iterator[KeyRow]:
         event, header = self.event, self.header
         body, at, change = event.body, header.rows_at, header.change
-        # Every image holds the key columns (RowsDecoder.keyed checked): each row moves `at` on.
+        # The first image holds the key columns (RowsDecoder.keyed checked): each row moves `at` on.
         first_key, second_key = self.first_image.key_reader(self.key), self.second_image.key_reader(self.key)
+        after_keyed = self.after_keyed
         try:
             while at < len(body):
                 start = at
@@ -576,7 +584,7 @@ class KeyedRows:
                 if change == "update":
                     second_start = at
                     second, at = second_key(body, at)
-                    yield found, second, start, second_start
+                    yield found, second if after_keyed else found, start, second_start
                 elif change == "delete":
                     yield found, None, start, -1
                 else:

@@ -210,8 +210,8 @@ def table_at(
     2. For each rows event, only the key columns of each row are decoded (`RowsDecoder.keyed`); the
        page says whether it keeps that key, and only then is the image it needs decoded whole.
        Most rows of a long history are never on the page, so most values are never decoded.
-    3. Events whose rows cannot be read key first (a partial JSON update, an image lacking a key
-       column, a table without a key) are decoded whole, as `images.row_images` does.
+    3. Events whose rows cannot be read key first (a partial JSON update, a first image lacking a
+       key column, a table without a known key) are decoded whole, as `images.row_images` does.
     """
     after = decode_cursor(cursor) if cursor else None
     page = _Page(after, size)

@@ -19,7 +19,15 @@ from django.core.management import call_command
 from ingest import binlog_join
 from ingest.binlog import images, rows
 from ingest.binlog.payload import expanded
-from ingest.binlog.reader import PARTIAL_UPDATE_ROWS, ROWS_CHANGE, TABLE_MAP, Event, Format, read_events
+from ingest.binlog.reader import (
+    PARTIAL_UPDATE_ROWS,
+    ROWS_CHANGE,
+    TABLE_MAP,
+    UPDATE_ROWS_V2,
+    Event,
+    Format,
+    read_events,
+)
 from ingest.binlog.rows import RowsDecoder, _value, read_header
 from ingest.binlog.tables import TableDef
 from ingest.models import BinlogStatement
@@ -109,8 +117,8 @@ def test_rows_read_key_first_have_the_keys_and_images_of_the_rows_decoded_whole(
         decoder = RowsDecoder(table)
         keyed = decoder.keyed(event, fmt, table.primary_key)
         whole = list(decoder.rows(event, fmt))
-        if keyed is None:  # a partial JSON update, or an image without its key (MINIMAL)
-            assert event.type == PARTIAL_UPDATE_ROWS or not all(whole[0][2] or whole[0][3])
+        if keyed is None:  # a partial JSON update (its diffs): decoded whole
+            assert event.type == PARTIAL_UPDATE_ROWS
             continue
         for (old, new, before_at, after_at), (before, after, in_before, in_after) in zip(
             keyed, whole, strict=True
@@ -122,10 +130,46 @@ def test_rows_read_key_first_have_the_keys_and_images_of_the_rows_decoded_whole(
                 if image is None:
                     assert key is None and start == -1
                     continue
-                assert key == tuple(image[i] for i in table.primary_key)
+                if before is not None and not all(present[i] for i in table.primary_key):
+                    assert key == old  # a MINIMAL after image without the key: the key stays
+                else:
+                    assert key == tuple(image[i] for i in table.primary_key)
                 assert keyed.image(start, is_after) == (image, present)
             checked += 1
     assert checked > 40
+
+
+def test_a_minimal_update_whose_after_image_lacks_the_key_keeps_the_key_read_first() -> None:
+    """json.binlog.000001's last UPDATE (binlog_row_image=MINIMAL) as an ordinary UPDATE_ROWS
+    event: its before images (the key) and its after images' other columns (the generated
+    `name` and `age`, without the JSON diff), the sample's own bytes."""
+    path = FIXTURES / "binlog_mysql" / "json.binlog.000001"
+    event, fmt, table = next(e for e in _rows_events() if e[0].type == PARTIAL_UPDATE_ROWS)
+    assert path.exists()  # t(id INT PRIMARY KEY, json_col JSON, name ... AS, age ... AS): the key is @1
+    decoder = RowsDecoder(table)
+    header = read_header(event, fmt)
+    assert header.present == b"\x01" and header.present_after == b"\x0e"  # key; json, name, age
+    first = decoder._layout(header.present, 4, raw_json=True)
+    second = decoder._layout(header.present_after, 4, raw_json=True)
+    body, at, rows_out = event.body, header.rows_at, []
+    while at < len(body):
+        _, middle = first.decode(body, at)
+        after_at, _ = rows._partial_prefix(body, middle, table, list(second.present))
+        values, end = second.decode(body, after_at)
+        name_at = after_at + 1 + 4 + len(values[1])  # past the null bitmap and the JSON diff
+        rows_out.append(body[at:middle] + b"\x00" + body[name_at:end])
+        at = end
+    plain = event._replace(
+        type=UPDATE_ROWS_V2, body=body[: header.rows_at - 1] + b"\x0c" + b"".join(rows_out)
+    )
+    keyed = decoder.keyed(plain, fmt, (0,))
+    assert keyed is not None and not keyed.complete
+    whole = list(decoder.rows(plain, fmt))
+    assert len(whole) == 6
+    for (old, new, _, after_at), (before, after, _, in_after) in zip(keyed, whole, strict=True):
+        assert before is not None and after is not None
+        assert old == new == (before[0],)  # the after image has no key: the row keeps its own
+        assert keyed.image(after_at, True) == (after, in_after) and after[2] in ("Joe", "Sue", "Pete")
 
 
 def test_a_table_map_is_decoded_once_and_the_cache_stays_bounded(monkeypatch: Any) -> None:
@@ -170,12 +214,12 @@ def scene() -> None:
                  stdout=io.StringIO())  # fmt: skip
 
 
-def _pages(table: str, at: Any, size: int) -> list[tuple]:
+def _pages(table: str, at: Any, size: int, server: str = "keyed") -> list[tuple]:
     from investigations.query.binlog_state import shown_image, table_at
 
     out, cursor = [], None
     while True:
-        page = table_at("keyed", table, at, cursor=cursor, size=size)
+        page = table_at(server, table, at, cursor=cursor, size=size)
         assert not page.error
         rows = [(r.key, shown_image(r.image), r.ref, r.complete) for r in page.rows]
         out.append((rows, page.decoded, page.incomplete_images, page.key_columns, page.columns, page.files))
@@ -218,3 +262,42 @@ def test_binlogs_whose_statements_fill_several_join_windows_are_joined_to_the_la
     statements = BinlogStatement.objects.filter(transaction__server="windows")
     assert statements.count() > 4
     assert not statements.filter(confidence="").exists()  # every one looked at by the join
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("sample", "key_known"),
+    # The first two carry no key in their table maps (binlog_row_metadata=MINIMAL) and none is
+    # found in a CREATE TABLE: their rows are identified by every column, decoded whole.
+    [("json.binlog.000001", False), ("minimal_row_metadata.000001", False), ("01-basic-crud.binlog", True)],
+)
+def test_the_table_at_t_of_mysql_samples_read_key_first_is_the_page_decoded_whole(
+    sample: str, key_known: bool, monkeypatch: Any
+) -> None:
+    from ingest.models import BinlogChange
+
+    call_command(
+        "ingest", str(FIXTURES / "binlog_mysql" / sample), "--server", "keyed-mysql", stdout=io.StringIO()
+    )
+    changes = BinlogChange.objects.filter(statement__transaction__server="keyed-mysql")
+    tables = sorted(set(changes.values_list("table", flat=True)))
+    times = sorted(set(changes.values_list("statement__transaction__commit_time", flat=True)))
+    assert tables and times
+    compared, used = 0, []
+    real = RowsDecoder.keyed
+
+    def counted(self: RowsDecoder, event: Event, fmt: Format, key: tuple[int, ...]) -> Any:
+        found = real(self, event, fmt, key)
+        used.append(found is not None)
+        return found
+
+    for table in tables:
+        for at in times:
+            with monkeypatch.context() as m:
+                m.setattr(RowsDecoder, "keyed", counted)
+                fast = _pages(table, at, 2, server="keyed-mysql")
+            with monkeypatch.context() as m:
+                m.setattr(RowsDecoder, "keyed", lambda self, event, fmt, key: None)
+                assert _pages(table, at, 2, server="keyed-mysql") == fast
+            compared += sum(len(rows) for rows, *_ in fast)
+    assert compared and any(used) == key_known  # where a key is known, it is read first
