@@ -711,12 +711,13 @@ def _text_decoder(c: ColumnDef, prefix: int) -> Decoder:
 class _Image:
     """The decoders of one layout: the columns one image of a rows event holds."""
 
-    __slots__ = ("columns", "keyed", "nulls", "plan", "present")
+    __slots__ = ("chosen", "columns", "keyed", "nulls", "plan", "present", "raw_json")
 
     def __init__(self, table: TableDef, present: tuple[bool, ...], raw_json: bool = False) -> None:
         self.present = present
         self.columns = len(table.columns)
         chosen = [c for c, here in zip(table.columns, present, strict=True) if here]
+        self.chosen, self.raw_json = tuple(chosen), raw_json
         self.plan = tuple(
             (c.index, _raw_decoder(c) if raw_json and c.type == T.JSON else column_decoder(c), value_width(c))
             for c in chosen
@@ -760,10 +761,17 @@ class _Image:
         made: dict[int, Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
 
         def make(mask: int) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
-            if len(made) >= MASKS_PER_LAYOUT or _made[0] >= MASKS_MAX:
+            if len(made) >= MASKS_PER_LAYOUT:
                 return lambda b, at: _key_values(b, at, plan, mask, count)
-            _made[0] += 1
-            found = made[mask] = _compile_key(plan, mask, count)
+            # Shared by every decoder of the same columns (a page makes its decoders afresh):
+            # the process keeps generating none once its pages have met their layouts.
+            shared = (self.chosen, self.raw_json, key, mask)
+            found = _key_functions.get(shared)
+            if found is None:
+                if len(_key_functions) >= MASKS_MAX:  # bounded: a hostile file's endless layouts
+                    _key_functions.clear()
+                found = _key_functions[shared] = _compile_key(plan, mask, count)
+            made[mask] = found
             return found
 
         def read(b: bytes, at: int) -> tuple[tuple[Value, ...], int]:
@@ -777,6 +785,9 @@ class _Image:
             return values, at
 
         return read
+
+
+_key_functions: dict[tuple[Any, ...], Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
 
 
 def _key_values(

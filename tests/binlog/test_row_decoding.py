@@ -301,3 +301,24 @@ def test_the_table_at_t_of_mysql_samples_read_key_first_is_the_page_decoded_whol
                 assert _pages(table, at, 2, server="keyed-mysql") == fast
             compared += sum(len(rows) for rows, *_ in fast)
     assert compared and any(used) == key_known  # where a key is known, it is read first
+
+
+def test_decoders_of_the_same_columns_share_their_generated_key_readers(monkeypatch: Any) -> None:
+    """A page makes its decoders afresh: the key readers generated for a layout are kept for
+    the process (bounded), so a long-running worker keeps generating none for pages it has met."""
+    monkeypatch.setattr(rows, "_key_functions", {})
+    events = [e for e in _rows_events() if e[2].primary_key and e[0].type != PARTIAL_UPDATE_ROWS][:30]
+
+    def read_all() -> list:
+        out = []
+        for event, fmt, table in events:
+            keyed = RowsDecoder(table).keyed(event, fmt, table.primary_key)
+            out.append(list(keyed) if keyed is not None else None)
+        return out
+
+    first = read_all()
+    made = len(rows._key_functions)
+    assert made and read_all() == first and len(rows._key_functions) == made
+    monkeypatch.setattr(rows, "MASKS_MAX", 1)  # the bound: emptied when full, never refused
+    monkeypatch.setattr(rows, "_key_functions", {})
+    assert read_all() == first and len(rows._key_functions) <= 1
