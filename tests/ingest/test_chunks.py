@@ -3,6 +3,7 @@ custody over the chunks, and migration 0024 moving the raw bytes of a store made
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 from pathlib import Path
@@ -16,10 +17,12 @@ from django.db.migrations.executor import MigrationExecutor
 from ingest import chunks
 from ingest.chunks import ContentWindow, unpack
 from ingest.custody import adopt_stored_events
-from ingest.models import Event, RawChunk, SourceFile
+from ingest.follow import ingest_source
+from ingest.models import Event, RawChunk, Source, SourceFile
 from ingest.pipeline import ingest_file, source_for_path
 from investigations.templatetags.auditweb import raw_bytes
 from tests.conftest import FIXTURES
+from tests.logwriter import GeneralLogWriter
 
 SCENARIO = FIXTURES / "genlog" / "mariadb-10.11.19-scenario.log"
 
@@ -134,6 +137,35 @@ def test_the_event_page_and_the_api_show_the_bytes_from_the_chunks(tmp_path: Pat
     download = client.get(f"/events/{event.pk}/raw/")
     assert b"".join(download.streaming_content) == HOSTILE.splitlines(keepends=True)[1]
     assert download["Content-Length"] == str(event.raw_length)
+
+
+@pytest.mark.django_db
+def test_a_followed_file_read_poll_by_poll_is_kept_whole_and_in_order(tmp_path: Path) -> None:
+    """Each poll's chunks start where the last one's read stopped (its resume point): together
+    they are the file's bytes so far, which its SHA-256 so far covers."""
+    log = tmp_path / "general.log"
+    writer = GeneralLogWriter(log)
+    source = Source.objects.create(name="followed", kind=Source.Kind.FILE, path=str(log), server="db1")
+    for count in (300, 7, 1200, 40):
+        writer.write(count)
+        ingest_source(source.pk)
+        sf = SourceFile.objects.get(source=source)
+        kept = content_of_chunks(sf.pk)
+        assert kept == log.read_bytes()[: sf.hashed_bytes]
+    events = list(Event.objects.filter(source_file=sf))
+    assert len(events) > 1000 and all(e.raw_inline is None for e in events)
+    content = log.read_bytes()
+    assert all(e.raw == content[e.byte_offset : e.byte_offset + e.raw_length] for e in events)
+    assert verify("--all-events")[0] == 0
+
+
+@pytest.mark.django_db
+def test_a_gzipped_file_is_kept_as_its_content(tmp_path: Path) -> None:
+    path = tmp_path / "general.log.gz"
+    path.write_bytes(gzip.compress(SCENARIO.read_bytes()))
+    ingest_file(path, source=source_for_path(path, server="db1", fmt="auto", tz="UTC"))
+    assert content_of_chunks(SourceFile.objects.get().pk) == SCENARIO.read_bytes()
+    assert verify("--all-events")[0] == 0
 
 
 # -- custody -----------------------------------------------------------------------------------------
