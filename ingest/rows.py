@@ -167,10 +167,12 @@ class RowFormatter:
         # The content the read handed its parser (ingest.tail.FileLines), when it is a file's:
         # events whose raw bytes are a slice of it are written with their length only.
         self.window: ContentWindow | None = None
+        self._slices_end = 0
 
     def format(self, events: Sequence[EventRecord], upto: int | None = None) -> FormattedBatch:
         """The events as COPY lines; with a window, the content chunks up to `upto` (where the
-        read got: a resume point, the end of the file), or to the end of the last event's bytes."""
+        read got: a resume point, the end of the file) and at least to the end of the bytes of
+        every event written as a slice (whose bytes must be committed with it)."""
         for cache in (self._who, self._what, self._session_ids):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
@@ -178,12 +180,12 @@ class RowFormatter:
         self._alerts = []
         self._months = set()
         self._last_time = None  # (each batch's months are found again by _row)
+        self._slices_end = 0  # where the bytes of the batch's slices end (see _row)
         copy = "".join([self._row(e) for e in events]).encode()
         chunks: list[tuple[int, bytes]] = []
         if self.window is not None:
-            if upto is None:
-                upto = max((e.offset + len(e.raw) for e in events), default=0)
-            chunks = self.window.take(upto)
+            # Never short of the bytes of an event written as a slice: they go with its batch.
+            chunks = self.window.take(max(upto or 0, self._slices_end))
         return FormattedBatch(
             copy=copy,
             count=len(events),
@@ -232,7 +234,12 @@ class RowFormatter:
         raw = e.raw
         window = self.window
         # A slice of the file's content: only its length (the bytes go in the batch's chunks).
-        raw_field = NULL if window is not None and window.holds(e.offset, raw) else _copy_bytea(raw)
+        if window is not None and window.holds(e.offset, raw):
+            raw_field = NULL
+            if e.offset + len(raw) > self._slices_end:
+                self._slices_end = e.offset + len(raw)
+        else:
+            raw_field = _copy_bytea(raw)
         if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
             self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
         return (
