@@ -115,9 +115,25 @@ def ingest(cluster: Cluster, tree: Path, template: str, path: Path, fmt: str, py
         result = timed_command(argv, tree, env)
         result["pg_cpu"] = cluster.cpu_seconds() - pg_before
         result["events"] = int(cluster.psql("SELECT count(*) FROM ingest_event", db))
+        result["store_bytes"] = store_bytes(cluster, db)
         return result
     finally:
         cluster.psql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+# What the store holds of a log: the event table (its partitions, their indexes and TOAST), the
+# content chunks where the checkout has them (issue 22), and the custody links.
+_STORE_SQL = """
+SELECT coalesce((SELECT sum(pg_total_relation_size(i.inhrelid)) FROM pg_inherits i
+                 WHERE i.inhparent = 'ingest_event'::regclass), 0)
+     + coalesce(pg_total_relation_size(to_regclass('ingest_rawchunk')), 0)
+     + pg_total_relation_size('ingest_custodylink')
+"""
+
+
+def store_bytes(cluster: Cluster, db: str) -> int:
+    cluster.psql("VACUUM ANALYZE", db)  # (sizes as they settle: the visibility maps made)
+    return int(cluster.psql(_STORE_SQL, db))
 
 
 def files(log: Path, mb: int, formats: list[str]) -> dict[str, Path]:
@@ -186,7 +202,7 @@ def main() -> int:
             raise SystemExit(f"{fmt}: the checkouts stored different numbers of events: {sorted(counts)}")
         summary[fmt] = {
             name: {key: min(r[key] for r in runs) for key in ("wall", "cpu", "pg_cpu", "peak_rss_mib")}
-            | {"events": runs[0]["events"]}
+            | {"events": runs[0]["events"], "store_bytes": runs[0]["store_bytes"]}
             for name, runs in by_tree.items()
         }
     pt_best = min((p["wall"] for p in pt), default=None)
@@ -200,16 +216,17 @@ def main() -> int:
     (OUT / "compare.json").write_text(json.dumps(record, indent=2))
     print(
         "| file | checkout | events | wall s | events/s | vs pt-query-digest | ingest CPU s"
-        " | PostgreSQL CPU s |"
+        " | PostgreSQL CPU s | store MB per GB of log |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for fmt, by_tree in summary.items():
         for name, m in by_tree.items():
             rate = m["events"] / m["wall"]
             # the same file read by both: the ratio of rates is the ratio of times
             ratio = f"{pt_best / m['wall']:.2f}x" if pt_best and fmt == "general-log" else ""
+            per_gb = m["store_bytes"] / inputs[fmt].stat().st_size * 1000
             print(f"| {fmt} | {name} | {m['events']:,} | {m['wall']:.2f} | {rate:,.0f} | {ratio} "
-                  f"| {m['cpu']:.2f} | {m['pg_cpu']:.2f} |")  # fmt: skip
+                  f"| {m['cpu']:.2f} | {m['pg_cpu']:.2f} | {per_gb:,.0f} |")  # fmt: skip
     if pt_best:
         print(f"pt-query-digest --type genlog --no-report: {pt_best:.2f} s (min of {len(pt)})")
     return 0

@@ -9,6 +9,11 @@ parse; + sessions; + classification and gaps; + COPY formatting and pickling eac
 pipe. The writing process's share is then timed on those pickles: unpickling, the COPY buffer,
 the custody chain's row digests. CPU time of this process (time.process_time), the minimum of
 `--runs`; also the COPY bytes per event.
+
+Since issue 22's chunks (a checkout with ingest/chunks.py): the formatting stage reads through
+`FileLines` with its content window, as ingest.tail does, and writes slices' lengths instead of
+raw bytes; the writer's share adds the chunks' SHA-256 and zstd (ingest.chunks.pack) and the
+links of version 2 (one SHA-256 of the batch, a CRC-32 per row). Also the chunk bytes per event.
 """
 
 from __future__ import annotations
@@ -42,10 +47,21 @@ STAGES = ("parse", "+ sessions", "+ classify", "+ format, pickle", "writer: unpi
 BATCH = 20_000  # INGEST_BATCH_SIZE's default
 
 
-def items(path: Path, stage: int) -> Iterator[object]:
+try:
+    from ingest.chunks import ContentWindow, pack
+    from ingest.tail import FileLines
+except ImportError:  # a checkout before issue 22's chunks
+    ContentWindow = None  # type: ignore[assignment,misc]
+
+
+def items(path: Path, stage: int, window: object = None) -> Iterator[object]:
     opened = open_log(path)
     tracker = SessionTracker("bench", ZoneInfo("UTC"))
-    out: Iterator[object] = by_name("general-log").parse(opened.lines, hints=Hints(mtime_year=2026))
+    lines: object = opened.lines
+    if window is not None:  # the content kept for the chunks, as ingest.tail keeps it
+        lines = FileLines(opened.lines, 0, 1, None, partial_ok=True)
+        lines.window = window
+    out: Iterator[object] = by_name("general-log").parse(lines, hints=Hints(mtime_year=2026))
     if stage >= 1:
         out = tracker.process(out)  # type: ignore[arg-type]  # one variable for every stage's output
     if stage >= 2:
@@ -60,24 +76,37 @@ def parsing(path: Path, stage: int) -> tuple[float, list[bytes]]:
             pass
         return time.process_time() - start, []
     formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
+    window = None
+    if ContentWindow is not None:
+        window = formatter.window = ContentWindow()
     batch: list[EventRecord] = []
     pickles = []
-    for item in items(path, stage):
+    for item in items(path, stage, window):
         if isinstance(item, EventRecord):
             batch.append(item)
             if len(batch) >= BATCH:
                 pickles.append(pickle.dumps(("item", formatter.format(batch)), pickle.HIGHEST_PROTOCOL))
                 batch = []
-    pickles.append(pickle.dumps(("item", formatter.format(batch)), pickle.HIGHEST_PROTOCOL))
+    last = formatter.format(batch) if window is None else formatter.format(batch, upto=1 << 62)
+    pickles.append(pickle.dumps(("item", last), pickle.HIGHEST_PROTOCOL))
     return time.process_time() - start, pickles
 
 
 def writing(pickles: list[bytes]) -> tuple[float, int, int]:
     """CPU seconds of the writer's own work on the batches; COPY bytes and events."""
     start = time.process_time()
-    size = events = 0
+    size = events = kept = 0
     for message in pickles:
         batch = pickle.loads(message)[1]  # our own pickles, made above
+        if hasattr(batch, "chunks"):  # since issue 22's chunks: packed; a link of version 2
+            kept += sum(len(c.data) for c in pack(batch.chunks))
+            lines = batch.lines
+            data = batch.copy
+            custody.row_checks(lines)
+            custody.hashlib.sha256(data).digest()
+            size += len(data)
+            events += len(lines)
+            continue
         if isinstance(getattr(batch, "copy", None), bytes):  # since issue 22: one buffer
             data, digests = batch.copy, custody.copy_digests(batch.lines)
         else:  # before: one string per event, joined and encoded by the writer
@@ -85,7 +114,11 @@ def writing(pickles: list[bytes]) -> tuple[float, int, int]:
             digests = b"".join(custody.row_digest(r) for r in batch.rows)
         size += len(data)
         events += len(digests) // custody.ROW_DIGEST_BYTES
+    WRITTEN["chunk bytes"] = kept
     return time.process_time() - start, size, events
+
+
+WRITTEN: dict[str, int] = {}
 
 
 def main() -> int:
@@ -102,6 +135,9 @@ def main() -> int:
         seconds, size, events = writing(pickles)
         best[4] = min(best[4], seconds)
     print(f"checkout {os.getcwd()}: {events:,} events, {size / max(events, 1):.0f} COPY bytes an event")
+    if WRITTEN.get("chunk bytes"):
+        kept = WRITTEN["chunk bytes"]
+        print(f"content chunks (zstd): {kept:,} bytes, {kept / events:.1f} an event")
     print("| " + " | ".join(STAGES) + " |")
     print("|" + " --- |" * len(STAGES))
     print("| " + " | ".join(f"{s:.3f} s" for s in best) + " |")

@@ -10,7 +10,10 @@ twice over: a quarter-size set (bench/out/binlog-small/) as server `bench-small`
 times each, alternately, each in a fresh process: one page (100 rows) of `bench.t` at the middle
 of its changes, for each server, and `mariadb-binlog -v --base64-output=DECODE-ROWS` over the
 same files into /dev/null (every row decoded to text: the peer's rate). Reports the minimum CPU
-seconds (user + system, from wait4) and wall seconds, row changes decoded per CPU second, and
+seconds (user + system, from wait4: the whole process, with the interpreter's start and Django's
+imports) and wall seconds, the call's own CPU seconds (`process_time` around `table_at`, what a
+running web worker pays), row changes decoded per CPU second of each (the peer's: the table's row
+changes over its CPU seconds, all of them being decoded by both), and
 the page's peak resident memory (VmHWM read by the probe): flat when the two servers' peaks
 are the same while their rows differ. Writes bench/out/table_at.json.
 """
@@ -32,7 +35,7 @@ from bench.binlog_bench import BINLOGS, OUT, _size, make_binlogs, measure  # noq
 SMALL = OUT / "binlog-small"
 
 PROBE = """
-import os, sys, django
+import os, sys, time, django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
 django.setup()
 from django.db.models import Max, Min
@@ -40,9 +43,11 @@ from ingest.models import BinlogTransaction
 from investigations.query.binlog_state import table_at
 server = sys.argv[1]
 span = BinlogTransaction.objects.filter(server=server).aggregate(a=Min("commit_time"), b=Max("commit_time"))
+started = time.process_time()  # the call alone: a web worker has started and imported already
 page = table_at(server, "bench.t", span["a"] + (span["b"] - span["a"]) / 2, size=100)
+spent = time.process_time() - started
 hwm = [l.split()[1] for l in open("/proc/self/status") if l.startswith("VmHWM:")]
-print(page.decoded, len(page.rows), hwm[0] if hwm else "0")
+print(page.decoded, len(page.rows), hwm[0] if hwm else "0", spent, int(page.stopped))
 """
 
 
@@ -87,11 +92,19 @@ def main() -> int:
                 r = results.setdefault(name, {"cpu_s": cpu, "wall_s": wall, "peak_rss_mb": rss})
                 r["cpu_s"], r["wall_s"] = min(r["cpu_s"], cpu), min(r["wall_s"], wall)
                 if not peer:
-                    decoded, shown, hwm = out.split()
+                    decoded, shown, hwm, spent, stopped = out.split()
                     r.update(
-                        row_changes=int(decoded), rows_shown=int(shown), peak_rss_mb=round(int(hwm) / 1024, 1)
+                        row_changes=int(decoded),
+                        rows_shown=int(shown),
+                        peak_rss_mb=round(int(hwm) / 1024, 1),
+                        stopped_at_max_decoded=bool(int(stopped)),
+                        call_cpu_s=round(min(r.get("call_cpu_s", float("inf")), float(spent)), 3),
                     )
                     r["row_changes_per_cpu_s"] = round(int(decoded) / r["cpu_s"])
+                    r["row_changes_per_call_cpu_s"] = round(int(decoded) / r["call_cpu_s"])
+    peer, big = results["mariadb-binlog -v (big)"], results["table at T (big)"]
+    if not big["stopped_at_max_decoded"]:  # then the page read every row change of the table
+        peer["row_changes_per_cpu_s"] = round(big["row_changes"] / peer["cpu_s"])
     mb = {
         "first file": Path(files[0]).stat().st_size / 1e6,
         "all files": sum(Path(p).stat().st_size for p in files) / 1e6,

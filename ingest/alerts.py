@@ -136,5 +136,5 @@ def _events_of(alerts: list[Alert]) -> dict[tuple[datetime | None, bytes], Event
             output_field=BooleanField(),
         )
         match |= Q(pairs, occurred_at__in=[t for t, _ in timed])  # (the times prune partitions)
-    events = Event.objects.filter(match).select_related("session", "source_file").defer("raw")
+    events = Event.objects.filter(match).select_related("session", "source_file").defer("raw_inline")
     return {(e.occurred_at, bytes(e.record_hash)): e for e in events}

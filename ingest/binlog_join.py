@@ -77,7 +77,7 @@ def _join_times(server: str, times: list[datetime]) -> int:
         # Cut only between two seconds: a window owns whole seconds, and reads PAD beyond them,
         # so the statements of one second are read by at most the windows owning the seconds
         # around it (a handful), however many share it: linear, not windows x statements.
-        full = i - start >= WINDOW_STATEMENTS and times[i] != times[i - 1]
+        full = i < len(times) and i - start >= WINDOW_STATEMENTS and times[i] != times[i - 1]
         if i == len(times) or times[i] - times[i - 1] > WINDOW_GAP or full:
             done |= _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
             start = i

@@ -8,11 +8,13 @@ verify_evidence`). Details: docs/architecture.md, "Chain of custody".
 
 from __future__ import annotations
 
+import array
 import ctypes
 import ctypes.util
 import hashlib
 import json
 import struct
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -21,12 +23,15 @@ from django.db import connection
 from django.utils import timezone
 from psycopg.sql import SQL, Identifier
 
+from ingest.chunks import PackedChunk, with_raw
 from ingest.models import CustodyLink
 from ingest.rows import EVENT_COLUMNS, stored_copy_line
 
 LINK_VERSION = "auditweb-custody-1"
+LINK_VERSION_2 = "auditweb-custody-2"
 ZERO_HASH = bytes(32)
-ROW_DIGEST_BYTES = 16  # of each event row's SHA-256: 128 bits, kept per event in its link
+ROW_DIGEST_BYTES = 16  # of each event row's SHA-256: 128 bits, kept per event in links of version 1
+ROW_CHECK_BYTES = 4  # of each event row's CRC-32, in links of version 2 (the batch has one SHA-256)
 HASH_CHUNK = 1 << 20
 
 
@@ -39,6 +44,17 @@ def copy_digests(lines: Sequence[bytes]) -> bytes:
     """row_digest of each COPY line, given as the bytes written (ingest.rows.FormattedBatch.lines)."""
     sha256 = hashlib.sha256
     return b"".join([sha256(line).digest()[:ROW_DIGEST_BYTES] for line in lines])
+
+
+def row_checks(lines: Sequence[bytes]) -> bytes:
+    """What a link of version 2 keeps of each row to say which differ: its CRC-32, 4 bytes
+    big-endian. The rows are sealed by the batch's SHA-256 (`rows_sha256`); these only point."""
+    checks = array.array("I", [zlib.crc32(line) for line in lines])
+    if checks.itemsize != ROW_CHECK_BYTES:  # (4 on every platform Python supports; said, not assumed)
+        return b"".join(c.to_bytes(ROW_CHECK_BYTES, "big") for c in checks)
+    if struct.pack("=I", 1) != struct.pack(">I", 1):
+        checks.byteswap()
+    return checks.tobytes()
 
 
 # -- a SHA-256 that can be saved and resumed ---------------------------------------------------------
@@ -145,6 +161,8 @@ LINK_FIELDS = (
     "id_last", "offset_min", "offset_max", "event_count", "row_digests", "flag", "keys",
     "file_bytes", "file_sha256", "file_scope",
 )  # fmt: skip
+# Links of version 2 (issue 22) hash these too: the batch's rows as one digest, its content chunks.
+LINK_FIELDS_2 = (*LINK_FIELDS, "version", "rows_sha256", "chunks")
 
 # Numbers the next link of a source and locks its head row until the transaction ends: a
 # second writer of the same source waits here, and then sees the link this one appended.
@@ -157,13 +175,17 @@ RETURNING seq, hash
 
 def link_hash(prev_hash: bytes, values: Mapping[str, Any]) -> bytes:
     """The hash of a link: SHA-256 of the previous link's hash and of this link's fields, each
-    written as `name=value` on its own line (row digests by their SHA-256)."""
-    lines = [LINK_VERSION]
-    for name in LINK_FIELDS:
+    written as `name=value` on its own line (row digests by their SHA-256). Version 2 adds its
+    own fields after the others, under its own first line."""
+    version = values.get("version") or 1
+    lines = [LINK_VERSION if version == 1 else LINK_VERSION_2]
+    for name in LINK_FIELDS if version == 1 else LINK_FIELDS_2:
         value = values[name]
         if name == "row_digests":
             value = hashlib.sha256(bytes(value)).hexdigest()
-        elif name == "keys":
+        elif name == "rows_sha256":
+            value = bytes(value).hex()
+        elif name in ("keys", "chunks"):
             value = json.dumps(value, separators=(",", ":"))
         elif isinstance(value, datetime):
             value = value.isoformat()
@@ -173,10 +195,14 @@ def link_hash(prev_hash: bytes, values: Mapping[str, Any]) -> bytes:
     return hashlib.sha256(bytes(prev_hash) + "\n".join(lines).encode()).digest()
 
 
-_INSERT_LINK = f"""
-INSERT INTO ingest_custodylink ({", ".join(LINK_FIELDS)}, prev_hash, hash)
-VALUES ({", ".join("%s::jsonb" if n == "keys" else "%s" for n in LINK_FIELDS)}, %s, %s)
-"""  # noqa: S608 - column names are this module's constants
+def _insert_link(fields: Sequence[str]) -> str:
+    values = ", ".join("%s::jsonb" if n in ("keys", "chunks") else "%s" for n in fields)
+    return f"INSERT INTO ingest_custodylink ({', '.join(fields)}, prev_hash, hash) VALUES ({values}, %s, %s)"  # noqa: S608 - column names are this module's constants
+
+
+# A link of version 1 names only its columns: migration 0012 appends links to a table without
+# those of version 2.
+_INSERT_LINK = {1: _insert_link(LINK_FIELDS), 2: _insert_link(LINK_FIELDS_2)}
 
 
 def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
@@ -190,13 +216,15 @@ def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
     values: dict[str, Any] = {
         "source_file_id": None, "ingest_run_id": None, "id_after": None, "id_last": None,
         "offset_min": None, "offset_max": None, "event_count": 0, "row_digests": b"", "flag": "",
-        "keys": [], "file_bytes": None, "file_sha256": "", "file_scope": "",
+        "keys": [], "file_bytes": None, "file_sha256": "", "file_scope": "", "version": 1,
+        "rows_sha256": b"", "chunks": [],
     }  # fmt: skip
     values.update(fields, source_id=source_id, seq=seq + 1, kind=kind, committed_at=timezone.now())
     values["hash"] = link_hash(bytes(prev), values)
     with connection.cursor() as cur:
-        row = [json.dumps(values[n]) if n == "keys" else values[n] for n in LINK_FIELDS]
-        cur.execute(_INSERT_LINK, [*row, bytes(prev), values["hash"]])
+        names = LINK_FIELDS if values["version"] == 1 else LINK_FIELDS_2
+        row = [json.dumps(values[n]) if n in ("keys", "chunks") else values[n] for n in names]
+        cur.execute(_INSERT_LINK[values["version"]], [*row, bytes(prev), values["hash"]])
         cur.execute(
             "UPDATE ingest_custodyhead SET seq = %s, hash = %s WHERE source_id = %s",
             [seq + 1, values["hash"], source_id],
@@ -213,9 +241,12 @@ def chain_events(
     id_after: int,
     id_last: int,
     offsets: tuple[int, int],
+    copy: bytes | None = None,
+    chunks: Sequence[PackedChunk] = (),
 ) -> None:
-    """Record a batch of events just stored: their COPY lines (as written) in id order, the ids
-    they got."""
+    """Record a batch of events just stored (a link of version 2): the SHA-256 of their COPY
+    lines as written, in id order (`copy`: those lines joined, when the caller has them so), a
+    CRC-32 of each, the ids they got, and the content chunks stored with them."""
     append_link(
         source_id=source_id,
         kind="events",
@@ -226,7 +257,10 @@ def chain_events(
         offset_min=offsets[0],
         offset_max=offsets[1],
         event_count=len(lines),
-        row_digests=copy_digests(lines),
+        row_digests=row_checks(lines),
+        version=2,
+        rows_sha256=hashlib.sha256(b"".join(lines) if copy is None else copy).digest(),
+        chunks=[c.described() for c in chunks],
     )
 
 
@@ -269,9 +303,11 @@ def adopt_stored_events(batch: int = 20_000) -> int:
     """Seal the events stored before the chain existed (migration 0012): for each file, its events
     as they are now, in batches, as `adopted` links. Edits, insertions and deletions after this are
     found like any other; what happened to them before cannot be known. Returns how many events."""
-    columns = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))
     sealed = 0
     with connection.cursor() as cur:
+        # (Migration 0012 runs before the table had raw_length: raw bytes were all inline then.)
+        present = {c.name for c in connection.introspection.get_table_description(cur, "ingest_event")}
+        columns = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS) if c in present)
         cur.execute(
             "SELECT f.source_id, e.source_file_id, max(e.id) FROM ingest_event e"
             " JOIN ingest_sourcefile f ON f.id = e.source_file_id GROUP BY 1, 2 ORDER BY 1, 2"
@@ -295,6 +331,8 @@ def adopt_stored_events(batch: int = 20_000) -> int:
             if not rows:
                 break
             upto = rows[-1]["id"] if len(rows) == batch else last_id
+            for row, filled in zip(rows, with_raw([{**r} for r in rows]), strict=True):
+                row["raw_bytes"] = filled["raw"]
             append_link(
                 source_id=source_id,
                 kind="adopted",
@@ -304,7 +342,9 @@ def adopt_stored_events(batch: int = 20_000) -> int:
                 offset_min=min(r["byte_offset"] for r in rows),
                 offset_max=max(r["byte_offset"] for r in rows),
                 event_count=len(rows),
-                row_digests=b"".join(row_digest(stored_copy_line(r, list(r["flags"]))) for r in rows),
+                row_digests=b"".join(
+                    row_digest(stored_copy_line(r, list(r["flags"]), version=1)) for r in rows
+                ),
             )
             sealed += len(rows)
             after = upto

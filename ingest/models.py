@@ -323,7 +323,11 @@ class Event(models.Model):
     fingerprint = models.TextField(blank=True)
     rows_affected = models.BigIntegerField(null=True)
     status = models.CharField(max_length=40, null=True)
-    raw = models.BinaryField()
+    # The raw bytes are kept inline only for events whose bytes are no slice of a file's content
+    # (live table rows, binary logs, records assembled or cut); the others' are `raw_length` bytes
+    # at `byte_offset` in their file's chunks (RawChunk, ingest.chunks). `raw` reads either.
+    raw_inline = models.BinaryField(null=True, db_column="raw")
+    raw_length = models.IntegerField(null=True)
     source_file = models.ForeignKey(SourceFile, on_delete=models.DO_NOTHING, db_constraint=False)
     line = models.BigIntegerField()
     byte_offset = models.BigIntegerField()
@@ -366,8 +370,46 @@ class Event(models.Model):
         return f"{self.occurred_at} {self.user}@{self.host} {self.statement_type or self.command}"
 
     @property
+    def raw(self) -> bytes:
+        """The event's exact raw bytes: inline, or its slice of the file's chunks (read once)."""
+        cached = self.__dict__.get("_raw")
+        if cached is None:
+            if self.raw_inline is not None:
+                cached = bytes(self.raw_inline)
+            else:
+                from ingest.chunks import RawReader
+
+                cached = RawReader().read(self.source_file_id, self.byte_offset, self.raw_length or 0)
+            self.__dict__["_raw"] = cached
+        return cached
+
+    @property
     def raw_text(self) -> str:
-        return bytes(self.raw).decode("utf-8", "backslashreplace")
+        return self.raw.decode("utf-8", "backslashreplace")
+
+
+class RawChunk(models.Model):
+    """Up to ingest.chunks.CHUNK_BYTES of a file's content, zstd-compressed, from offset `start`:
+    the log's bytes as read, in order, which events point into (offset and length)."""
+
+    id = models.BigAutoField(primary_key=True)
+    source_file = models.ForeignKey(
+        SourceFile, on_delete=models.DO_NOTHING, db_constraint=False, related_name="raw_chunks"
+    )
+    start = models.BigIntegerField()  # content offset of its first byte
+    length = models.IntegerField()  # content bytes it holds
+    sha256 = models.BinaryField(max_length=32)  # of the content
+    data = models.BinaryField()  # zstd
+
+    class Meta:
+        constraints = [
+            # Each read's chunks at their offsets, once: also the lookup of an event's bytes
+            # (source_file, start between its offset - CHUNK_BYTES and its end).
+            models.UniqueConstraint(fields=["source_file", "start"], name="raw_chunk_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"file #{self.source_file_id} bytes {self.start}-{self.start + self.length - 1}"
 
 
 class Gap(models.Model):
@@ -546,6 +588,12 @@ class CustodyLink(models.Model):
     offset_max = models.BigIntegerField(null=True)
     event_count = models.IntegerField(default=0)
     row_digests = models.BinaryField(default=bytes, editable=False)
+    # Version 2 (issue 22): one digest of the batch's rows (`rows_sha256`: SHA-256 of its COPY
+    # lines as sent, in id order), `row_digests` only 4 bytes (CRC-32) per row to say which rows
+    # differ, and the content chunks the batch stored ([start, length, SHA-256 hex], `chunks`).
+    version = models.SmallIntegerField(default=1, db_default=1)
+    rows_sha256 = models.BinaryField(null=True, editable=False)  # NULL in links of version 1
+    chunks = models.JSONField(null=True, blank=True)
     # Flags: the flag and the events (time, record hash) it was added to.
     flag = models.CharField(max_length=40, blank=True)
     keys = models.JSONField(default=list, blank=True)

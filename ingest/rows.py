@@ -16,6 +16,7 @@ from typing import Any, overload
 # ingest.alerts and ingest.partitions load Django (the alert kinds are the Alert model's), but the
 # two things taken from them here, event_alert_kind and month_of, are plain functions.
 from ingest.alerts import AlertLine, event_alert_kind
+from ingest.chunks import ContentWindow
 from ingest.events import EventRecord, SessionInfo, session_id_of
 from ingest.partitions import month_of
 from ingest.textsafe import displayable, unstorable
@@ -24,7 +25,7 @@ EVENT_COLUMNS = (
     "occurred_at", "server", "connection_id", "user", "host", "ip", "database", "command",
     "statement_type", "tables", "destructive", "flags", "sql", "fingerprint", "rows_affected",
     "status", "raw", "line", "byte_offset", "record_hash", "ingest_run_id", "session_id", "source_file_id",
-    "attribution", "definer",
+    "attribution", "definer", "raw_length",
 )  # fmt: skip
 
 # Bounds of what one event row may hold: a log line can be any length (hostile input).
@@ -119,6 +120,9 @@ class FormattedBatch:
     months: set[date]  # the months the events fall in: their partitions must exist
     alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
     offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
+    # The file's content its read got through, as (offset, bytes) of at most CHUNK_BYTES each
+    # (ingest.chunks): the events written without raw bytes of their own point into these.
+    chunks: list[tuple[int, bytes]] = field(default_factory=list)
 
     @property
     def lines(self) -> list[bytes]:
@@ -160,8 +164,15 @@ class RowFormatter:
         self._last_time: datetime | None = None
         self._last_iso = ""  # read only once _last_time is set
         self._months: set[date] = set()  # the months of the batch being formatted
+        # The content the read handed its parser (ingest.tail.FileLines), when it is a file's:
+        # events whose raw bytes are a slice of it are written with their length only.
+        self.window: ContentWindow | None = None
+        self._slices_end = 0
 
-    def format(self, events: Sequence[EventRecord]) -> FormattedBatch:
+    def format(self, events: Sequence[EventRecord], upto: int | None = None) -> FormattedBatch:
+        """The events as COPY lines; with a window, the content chunks up to `upto` (where the
+        read got: a resume point, the end of the file) and at least to the end of the bytes of
+        every event written as a slice (whose bytes must be committed with it)."""
         for cache in (self._who, self._what, self._session_ids):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
@@ -169,7 +180,12 @@ class RowFormatter:
         self._alerts = []
         self._months = set()
         self._last_time = None  # (each batch's months are found again by _row)
+        self._slices_end = 0  # where the bytes of the batch's slices end (see _row)
         copy = "".join([self._row(e) for e in events]).encode()
+        chunks: list[tuple[int, bytes]] = []
+        if self.window is not None:
+            # Never short of the bytes of an event written as a slice: they go with its batch.
+            chunks = self.window.take(max(upto or 0, self._slices_end))
         return FormattedBatch(
             copy=copy,
             count=len(events),
@@ -177,6 +193,7 @@ class RowFormatter:
             months=self._months,
             alerts=self._alerts,
             offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
+            chunks=chunks,
         )
 
     def _row(self, e: EventRecord) -> str:
@@ -214,12 +231,21 @@ class RowFormatter:
         record_hash = e.record_hash(None if when is NULL else when)
         definer = NULL if e.definer is None else _copy_text(_bounded(e.definer, 300))
         hash_hex = record_hash.hex()
+        raw = e.raw
+        window = self.window
+        # A slice of the file's content: only its length (the bytes go in the batch's chunks).
+        if window is not None and window.holds(e.offset, raw):
+            raw_field = NULL
+            if e.offset + len(raw) > self._slices_end:
+                self._slices_end = e.offset + len(raw)
+        else:
+            raw_field = _copy_bytea(raw)
         if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
             self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
         return (
-            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{_copy_bytea(e.raw)}"
+            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{raw_field}"
             f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
-            f"\t{e.attribution or 'unattributed'}\t{definer}\n"
+            f"\t{e.attribution or 'unattributed'}\t{definer}\t{len(raw)}\n"
         )
 
     @staticmethod
@@ -255,12 +281,23 @@ class RowFormatter:
         )
 
 
-def stored_copy_line(row: dict[str, Any], flags: list[str], *, legacy_raw: bool = False) -> str:
+def stored_copy_line(
+    row: dict[str, Any], flags: list[str], *, legacy_raw: bool = False, version: int = 2
+) -> str:
     """The COPY line RowFormatter wrote for an event, made again from its stored columns (`flags`
     as they were written, without those added later): the custody chain's digest of each event
     is of this line (ingest.custody, ingest.verify). Keep it in step with RowFormatter._row.
-    `legacy_raw`: the raw bytes as written before issue 22 (_legacy_copy_bytea)."""
+    `legacy_raw`: the raw bytes as written before issue 22 (_legacy_copy_bytea). `version` 1:
+    the line of a link written before raw bytes went into chunks (the bytes themselves, from
+    `raw_bytes` when they have moved since, and no length); 2: the columns as they are stored."""
     occurred = row["occurred_at"]
+    if version == 1:
+        bytea = _legacy_copy_bytea if legacy_raw else _copy_bytea
+        raw_field = bytea(bytes(row["raw_bytes"] if row.get("raw_bytes") is not None else row["raw"]))
+        length: tuple[str, ...] = ()
+    else:
+        raw_field = NULL if row["raw"] is None else _copy_bytea(bytes(row["raw"]))
+        length = (NULL if row["raw_length"] is None else str(row["raw_length"]),)
     when = NULL if occurred is None else occurred.isoformat()
 
     def number(value: object) -> str:
@@ -283,7 +320,7 @@ def stored_copy_line(row: dict[str, Any], flags: list[str], *, legacy_raw: bool 
                 _copy_text(row["fingerprint"]),
                 number(row["rows_affected"]),
                 _copy_text(row["status"]),
-                (_legacy_copy_bytea if legacy_raw else _copy_bytea)(bytes(row["raw"])),
+                raw_field,
                 number(row["line"]),
                 number(row["byte_offset"]),
                 "\\\\x" + bytes(row["record_hash"]).hex(),
@@ -292,6 +329,7 @@ def stored_copy_line(row: dict[str, Any], flags: list[str], *, legacy_raw: bool 
                 number(row["source_file_id"]),
                 # Events stored before attribution was recorded were written without these two.
                 *((_copy_text(row["attribution"]), _copy_text(row["definer"])) if row["attribution"] else ()),
+                *length,
             )
         )
         + "\n"

@@ -19,6 +19,7 @@ from django.db.models import Q
 from psycopg.sql import SQL, Identifier
 
 from ingest.alerts import KIND_SQL, WORTH_SQL, raise_event_alerts
+from ingest.chunks import PackedChunk, store_chunks
 from ingest.custody import append_link, chain_events, event_key
 from ingest.events import EventRecord, FlagCorrection, session_id_of
 from ingest.models import Event, SourceFile
@@ -130,8 +131,12 @@ class EventWriter:
         return self.write_formatted(self.formatter.format(events))
 
     def write_formatted(self, batch: FormattedBatch) -> int:
-        """Store a formatted batch's events that are not stored yet; return how many were new."""
+        """Store a formatted batch's events that are not stored yet, and the content chunks they
+        point into; return how many events were new."""
+        chunks = store_chunks(self.source_file_id, batch.chunks) if batch.chunks else []
         if not batch.count:
+            if chunks:  # content with no event in it (a log's header, lines that were problems)
+                self._chain([], 0, 0, (0, 0), chunks=chunks)
             return 0
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
@@ -150,9 +155,10 @@ class EventWriter:
                 self.slow_path = True
             else:
                 raise_event_alerts(batch.alerts)
-                self._chain(batch.lines, id_after, self._event_id("currval"), batch.offsets)
+                last = self._event_id("currval")
+                self._chain(batch.lines, id_after, last, batch.offsets, copy=batch.copy, chunks=chunks)
                 return batch.count
-        return self._insert_new(batch)
+        return self._insert_new(batch, chunks)
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
@@ -219,7 +225,15 @@ class EventWriter:
             cur.execute(statement)
             return cur.fetchone()[0]
 
-    def _chain(self, lines: Sequence[bytes], id_after: int, id_last: int, offsets: tuple[int, int]) -> None:
+    def _chain(
+        self,
+        lines: Sequence[bytes],
+        id_after: int,
+        id_last: int,
+        offsets: tuple[int, int],
+        copy: bytes | None = None,
+        chunks: Sequence[PackedChunk] = (),
+    ) -> None:
         chain_events(
             source_id=self.source_id,
             source_file_id=self.source_file_id,
@@ -228,9 +242,11 @@ class EventWriter:
             id_after=id_after,
             id_last=id_last,
             offsets=offsets,
+            copy=copy,
+            chunks=chunks,
         )
 
-    def _insert_new(self, batch: FormattedBatch) -> int:
+    def _insert_new(self, batch: FormattedBatch, chunks: Sequence[PackedChunk]) -> int:
         with connection.cursor() as cur:
             staging = SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS"
@@ -249,5 +265,7 @@ class EventWriter:
             field = _RECORD_HASH_FIELD
             by_hash = {line.split(b"\t", field + 1)[field][3:]: line for line in batch.lines}
             lines = [by_hash[bytes(record_hash).hex().encode()] for _, record_hash in new]
-            self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets)
+            self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets, chunks=chunks)
+        elif chunks:
+            self._chain([], 0, 0, (0, 0), chunks=chunks)
         return len(new)

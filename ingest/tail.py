@@ -33,6 +33,7 @@ from django.conf import settings
 
 from ingest.batch import Batch, ResumePoint
 from ingest.checkpoints import Candidate, find_candidates, open_candidate
+from ingest.chunks import ContentWindow
 from ingest.custody import FileHasher
 from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.models import Source, SourceFile
@@ -158,6 +159,8 @@ class FileLines:
         self._removed = 0  # bytes of the file not handed to the parser (cut lines' middles)
         self._starts: list[int] = []  # of the cuts, as the parser counts
         self._removed_before: list[int] = [0]  # bytes removed by the first k cuts
+        # The content handed over, for the batches' chunks (ingest.chunks); a cut line's is not.
+        self.window: ContentWindow | None = None
 
     def file_offset(self, counted: int) -> int:
         """The file's offset of a line start the parser counts as `counted` (from `offset`)."""
@@ -181,6 +184,8 @@ class FileLines:
             if not self.partial_ok and raw[-1:] != b"\n":
                 self.held = True  # it is being written: neither cut nor handed over yet
                 break
+            if cut is None and self.window is not None:
+                self.window.add(self.offset, raw)
             if cut is not None:
                 self.cuts.append(cut)
                 self._starts.append(cut.start)
@@ -225,6 +230,8 @@ def tail_messages(
     lines after it are read only to complete what comes before it).
     """
     start_line = lines.line
+    if formatter is not None:  # the events point into the content read, kept in chunks
+        formatter.window = lines.window = ContentWindow()
     tracker.file = file_id
     # The format decides the server's SQL dialect, and so how its statements are classified and
     # what shows a gap (the stages are chosen here once, not asked per event).
@@ -383,8 +390,10 @@ def tail_messages(
         del events[: n[0]], problems[: n[1]], corrections[: n[2]], found[: n[3]]
         for i in range(4):
             taken[i] = c.ends[i]
+        # The content up to where this batch's read got goes with it (ingest.chunks).
+        upto = c.resume.offset if c.resume else lines.offset if finished else None
         return Batch(
-            formatted=formatter.format(batch_events) if formatter else None,
+            formatted=formatter.format(batch_events, upto) if formatter else None,
             seen=len(batch_events),
             problems=batch_problems,
             corrections=batch_corrections,

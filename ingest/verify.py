@@ -18,10 +18,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, LiteralString
 
+import zstandard
 from django.db import connection
 from psycopg.sql import SQL, Identifier
 
-from ingest.custody import HASH_CHUNK, ROW_DIGEST_BYTES, ZERO_HASH, Sha256State, link_hash, row_digest
+from ingest.chunks import RawReader, unpack, with_raw
+from ingest.custody import (
+    HASH_CHUNK,
+    ROW_CHECK_BYTES,
+    ROW_DIGEST_BYTES,
+    ZERO_HASH,
+    Sha256State,
+    link_hash,
+    row_checks,
+    row_digest,
+)
 from ingest.events import EventRecord
 from ingest.models import CustodyHead, CustodyLink, Source, SourceFile
 from ingest.rows import EVENT_COLUMNS, stored_copy_line
@@ -173,6 +184,9 @@ def _link_fields(link: CustodyLink) -> dict[str, Any]:
         "file_bytes",
         "file_sha256",
         "file_scope",
+        "version",
+        "rows_sha256",
+        "chunks",
     )
     return {name: getattr(link, name) for name in names}
 
@@ -224,7 +238,38 @@ def verify_batch(
     where = {"source": source.name, "link": link.seq}
     rows = _batch_rows(link)
     written = [_written_flags(v, r, corrections, **where) for r in rows]
-    actual = [row_digest(stored_copy_line(r, flags)) for r, flags in zip(rows, written, strict=True)]
+    if link.version >= 2:
+        verify_chunks(v, source, link)
+        lines = [stored_copy_line(r, flags).encode() for r, flags in zip(rows, written, strict=True)]
+        v.counts["events"] += len(rows)
+        if len(rows) == link.event_count and hashlib.sha256(b"".join(lines)).digest() == bytes(
+            link.rows_sha256
+        ):
+            return len(rows)
+        # The batch differs: its rows' CRC-32s say which (the SHA-256 alone cannot).
+        width = ROW_CHECK_BYTES
+        checks = row_checks(lines)
+        actual = [checks[i : i + width] for i in range(0, len(checks), width)]
+        recorded = bytes(link.row_digests)
+        expected = [recorded[i : i + width] for i in range(0, len(recorded), width)]
+        if actual == expected:  # a collision of CRC-32s: say the batch differs, not where
+            v.add(
+                ALTERED,
+                "events",
+                f"the batch of link {link.seq} differs from how it was written (the rows' own "
+                "checks do not tell which row)",
+                event_ids=[r["id"] for r in rows][:MAX_IDS_LISTED],
+                **where,
+            )
+            return len(rows)
+        return _name_differences(v, link, rows, expected, actual, where)
+    if any(r["raw"] is None for r in rows):  # written inline, moved into chunks since (0024)
+        filled = with_raw([{**r} for r in rows])
+        for r, f in zip(rows, filled, strict=True):
+            r["raw_bytes"] = f["raw"] if f["raw"] is not None else b""
+    actual = [
+        row_digest(stored_copy_line(r, flags, version=1)) for r, flags in zip(rows, written, strict=True)
+    ]
     recorded = bytes(link.row_digests)
     expected = [recorded[i : i + ROW_DIGEST_BYTES] for i in range(0, len(recorded), ROW_DIGEST_BYTES)]
     if actual != expected:
@@ -232,12 +277,25 @@ def verify_batch(
         # bytes, another line (rows._legacy_copy_bytea). A batch is written whole by one version:
         # its digests are those of one way or the other, and neither matches an altered event.
         pairs = zip(rows, written, strict=True)
-        legacy = [row_digest(stored_copy_line(r, flags, legacy_raw=True)) for r, flags in pairs]
+        legacy = [row_digest(stored_copy_line(r, flags, legacy_raw=True, version=1)) for r, flags in pairs]
         if sum(map(bytes.__eq__, legacy, expected)) > sum(map(bytes.__eq__, actual, expected)):
             actual = legacy
     v.counts["events"] += len(rows)
     if actual == expected and len(expected) == link.event_count:
         return len(rows)
+    return _name_differences(v, link, rows, expected, actual, where)
+
+
+def _name_differences(
+    v: Verification,
+    link: CustodyLink,
+    rows: list[dict[str, Any]],
+    expected: list[bytes],
+    actual: list[bytes],
+    where: dict[str, Any],
+) -> int:
+    """Align a batch's recorded row digests with its stored rows' (difflib) and name the edited,
+    inserted and missing events; returns how many stored events the batch covers."""
     ids = [r["id"] for r in rows]
     place = f"batch of link {link.seq} (file #{link.source_file_id}, ids {link.id_after + 1}-{link.id_last})"
     matcher = difflib.SequenceMatcher(None, expected, actual, autojunk=False)
@@ -275,6 +333,59 @@ def verify_batch(
                 **where,
             )
     return len(rows)
+
+
+def verify_chunks(v: Verification, source: Source, link: CustodyLink) -> None:
+    """The content chunks a batch stored, each decompressed and hashed again: a changed byte of
+    the log as kept, a chunk replaced or deleted. Names the events whose bytes it holds."""
+    if not link.chunks:
+        return
+    where = {"source": source.name, "link": link.seq}
+    starts = [int(start) for start, _, _ in link.chunks]
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT start, length, sha256, data FROM ingest_rawchunk"
+            " WHERE source_file_id = %s AND start = ANY(%s)",
+            [link.source_file_id, starts],
+        )
+        stored = {row[0]: row[1:] for row in cur.fetchall()}
+    for start, length, sha256 in link.chunks:
+        v.counts["chunks"] += 1
+        row = stored.get(int(start))
+        problem = None
+        if row is None:
+            problem = "is missing from the store"
+        else:
+            try:
+                content = unpack(row[2])
+            except zstandard.ZstdError:  # no frame: that is the finding
+                content = None
+            if content is None:
+                problem = "is no longer a zstd frame"
+            elif len(content) != length or hashlib.sha256(content).hexdigest() != sha256:
+                problem = "no longer holds the bytes that were read (its SHA-256 differs)"
+            elif row[0] != length or bytes(row[1]).hex() != sha256:
+                problem = "has another length or SHA-256 recorded beside it than the chain has"
+        if problem is not None:
+            v.add(
+                ALTERED,
+                "chunk",
+                f"the log's bytes {start}-{int(start) + int(length) - 1} kept for file "
+                f"#{link.source_file_id} (link {link.seq}) {problem}",
+                event_ids=_events_in(link.source_file_id, int(start), int(start) + int(length)),
+                **where,
+            )
+
+
+def _events_in(file_id: int, start: int, end: int) -> list[int]:
+    """Ids of the events whose raw bytes lie (in part) in [start, end) of the file's content."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT id FROM ingest_event WHERE source_file_id = %s AND raw IS NULL"
+            " AND byte_offset < %s AND byte_offset + raw_length > %s ORDER BY id LIMIT %s",
+            [file_id, end, start, MAX_IDS_LISTED],
+        )
+        return [r[0] for r in cur.fetchall()]
 
 
 def find_uncovered(
@@ -516,6 +627,14 @@ def verify_event_bytes(v: Verification, rows: Iterable[dict[str, Any]], what: st
 
 def _check_record_hash(v: Verification, row: dict[str, Any], what: str) -> None:
     """The record hash is made of the server, time, offset and raw bytes: made again, it must match."""
+    if row.get("raw_missing"):
+        v.add(
+            ALTERED,
+            what,
+            f"event {row['id']}: its raw bytes are gone from the store ({row['raw_missing']})",
+            event_ids=[row["id"]],
+        )
+        return
     occurred = row["occurred_at"]
     probe = EventRecord(
         occurred_at=occurred,
@@ -549,6 +668,8 @@ def _reread(path: Path, events: list[dict[str, Any]]) -> list[int]:
     differ = []
     with _content(path) as f:
         for row in sorted(events, key=lambda r: r["byte_offset"]):
+            if row["raw"] is None:  # gone from the store: said by the record hash's check
+                continue
             raw = bytes(row["raw"])
             try:
                 f.seek(row["byte_offset"])  # forward in order: a .gz is decompressed once
@@ -565,8 +686,9 @@ def event_rows(where: LiteralString, params: list[Any]) -> Iterator[dict[str, An
     with connection.cursor() as cur:
         cur.execute(statement.as_string(connection.connection), params)
         names = [c.name for c in cur.description]
-        for row in cur.fetchall():
-            yield dict(zip(names, row, strict=True))
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    # Their raw bytes, from the chunks where they are not inline (`raw_missing` where none holds them).
+    yield from with_raw(rows, RawReader())
 
 
 def sample_ids(source_ids: list[int], size: int) -> list[int]:

@@ -18,10 +18,12 @@ from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import BinaryField
-from django.db.models.functions import Length, Substr
+from django.db.models.functions import Coalesce, Length, Substr
 from django.http import HttpRequest, StreamingHttpResponse
 
+from ingest.chunks import MissingBytes, RawReader
 from ingest.models import Event
 from ingest.sql.secrets import masked_raw
 from investigations import trail
@@ -30,6 +32,8 @@ from investigations.roles import Role, has_role
 MASKED_FLAG = "secret_masked"
 MAX_REASON = 1000  # characters of a reveal's reason
 DOWNLOAD_PIECE = 1 << 20  # bytes of a record fetched from PostgreSQL at a time
+# What reading an event's raw bytes needs (ingest.models.Event.raw): inline, or where in its file.
+RAW_FIELDS = ("id", "raw_inline", "raw_length", "source_file_id", "byte_offset")
 
 Shown = TypeVar("Shown", bytes, str)  # a part of bytes is bytes, of text is text
 
@@ -89,14 +93,16 @@ def raw_refusal(request: HttpRequest, event: Event, reason: Any) -> str | None:
 
 def raw_event(event_id: int) -> Event | None:
     """The event with its raw bytes' length (`raw_length`), without loading the bytes."""
-    fields = ("id", "server", "flags", "record_hash", "occurred_at", "line", "byte_offset")
-    events = Event.objects.only(*fields).annotate(raw_length=Length("raw"))
+    fields = ("server", "flags", "record_hash", "occurred_at", "line", *RAW_FIELDS)
+    events = Event.objects.only(*fields).defer("raw_inline")
+    # (Events stored before their length was: as long as their inline bytes.)
+    events = events.annotate(raw_size=Coalesce("raw_length", Length("raw_inline")))
     return events.filter(pk=event_id).first()
 
 
 def raw_download(request: HttpRequest, event: Event, reason: Any = None) -> StreamingHttpResponse:
     """The event's whole raw bytes as a file, streamed in pieces; recorded in the audit trail."""
-    length = int(getattr(event, "raw_length", 0) or 0)  # annotated by raw_event
+    length = int(getattr(event, "raw_size", 0) or 0)  # annotated by raw_event
     withheld = raw_withheld(event)
     trail.record(
         request,
@@ -107,7 +113,8 @@ def raw_download(request: HttpRequest, event: Event, reason: Any = None) -> Stre
         withheld=withheld,
         bytes=length,
     )
-    response = StreamingHttpResponse(_pieces(event.pk, length), content_type="application/octet-stream")
+    pieces = _pieces(event.pk, length) if event.raw_length is None else _chunk_pieces(event, length)
+    response = StreamingHttpResponse(pieces, content_type="application/octet-stream")
     response["Content-Length"] = str(length)
     response["Content-Disposition"] = f'attachment; filename="event-{event.pk}-raw.log"'
     response["X-Record-Hash"] = bytes(event.record_hash).hex()
@@ -115,9 +122,33 @@ def raw_download(request: HttpRequest, event: Event, reason: Any = None) -> Stre
     return response
 
 
+def _chunk_pieces(event: Event, length: int) -> Iterator[bytes]:
+    """The bytes of an event that lives in its file's chunks (ingest.chunks), a chunk at a time, or
+    those inline (an event whose bytes are no slice of a file), fetched in pieces."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT raw IS NULL FROM ingest_event WHERE id = %s", [event.pk])
+        row = cur.fetchone()
+    if row is None:  # gone since (a source deleted): the answer ends short of its length
+        return
+    if not row[0]:
+        yield from _pieces(event.pk, length)
+        return
+    held = b""  # handed on in pieces of DOWNLOAD_PIECE, whatever the chunks' size
+    try:
+        for part in RawReader().pieces(event.source_file_id, event.byte_offset, length):
+            held += part
+            while len(held) >= DOWNLOAD_PIECE:
+                yield held[:DOWNLOAD_PIECE]
+                held = held[DOWNLOAD_PIECE:]
+    except MissingBytes:  # gone from the store: the answer ends short (verify_evidence says why)
+        return
+    if held:
+        yield held
+
+
 def _pieces(event_id: int, length: int) -> Iterator[bytes]:
     for start in range(0, length, DOWNLOAD_PIECE):
-        piece = Substr("raw", start + 1, DOWNLOAD_PIECE, output_field=BinaryField())
+        piece = Substr("raw_inline", start + 1, DOWNLOAD_PIECE, output_field=BinaryField())
         row = Event.objects.filter(pk=event_id).annotate(piece=piece).values_list("piece", flat=True).first()
         if row is None:  # gone since (a source deleted): the answer ends short of its length
             return

@@ -68,7 +68,7 @@ def test_every_event_is_its_line_of_the_file_at_its_offset() -> None:
     ingest(RFC5424)
     data = RFC5424.read_bytes()
     lines = data.splitlines(keepends=True)
-    events = list(Event.objects.order_by("byte_offset").values_list("line", "byte_offset", "raw"))
+    events = [(e.line, e.byte_offset, e.raw) for e in Event.objects.order_by("byte_offset")]
     assert len(events) == len(lines) == 106
     for line, offset, raw in events:
         assert bytes(raw) == lines[line - 1] == data[offset : offset + len(raw)]

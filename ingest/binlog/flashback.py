@@ -9,7 +9,8 @@ column with `<=>` (NULL-safe) and `LIMIT 1`, since two identical rows are interc
 Values are exact: integers and DECIMAL as numbers, text as '...' under SET NAMES utf8mb4
 (the server converts to the column's charset: every character came from it), text with a
 backslash or a control character as `_utf8mb4 X'...'` (so that sql_mode
-NO_BACKSLASH_ESCAPES cannot change its meaning), binary as X'...'. A row whose image lacks
+NO_BACKSLASH_ESCAPES cannot change its meaning), binary as X'...', a VECTOR (MySQL 9) as
+STRING_TO_VECTOR('[...]') of its float32 values. A row whose image lacks
 columns (binlog_row_image MINIMAL or NOBLOB) cannot be put back whole: it becomes a comment
 saying so.
 """
@@ -68,6 +69,9 @@ def literal(value: Value) -> str:
         return repr(value)
     if isinstance(value, bytes):
         return f"X'{value.hex()}'" if value else "''"
+    if isinstance(value, list):  # a VECTOR: each float32 printed as the double it is exactly,
+        # which converts back to the same float32 (the bytes are restored exactly)
+        return "STRING_TO_VECTOR('[" + ",".join(repr(float(v)) for v in value) + "]')"
     if "\\" in value or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
         return f"_utf8mb4 X'{value.encode('utf-8').hex()}'"
     return "'" + value.replace("'", "''") + "'"
@@ -83,9 +87,8 @@ def _match(image: dict[str, Value], info: TableInfo) -> tuple[str, str]:
 def undo_row(row: RowImage, info: TableInfo) -> str:
     table = table_ident(row.table)
     if not row.complete and row.change != "insert":
-        return (
-            f"-- a row of {row.table} cannot be restored: its image lacks columns (binlog_row_image not FULL)"
-        )
+        why = "".join(ch if ch.isprintable() else " " for ch in row.note)[:300] or "binlog_row_image not FULL"
+        return f"-- a row of {row.table} cannot be restored: its image lacks columns ({why})"
     if row.change == "delete":
         assert row.before is not None
         cols = [k for k in row.before if k not in info.generated]

@@ -185,3 +185,194 @@ def _opaque(field_type: int, raw: bytes, decimal: DecimalDecoder) -> Any:
             return date
         return f"{date} {hms >> 12:02d}:{(hms >> 6) % 64:02d}:{hms % 64:02d}.{micro:06d}"
     return f"base64:type{field_type}:{base64.b64encode(raw).decode('ascii')}"
+
+
+# -- partial updates (binlog_row_value_options=PARTIAL_JSON) --------------------------------
+#
+# A JSON column updated in place by JSON_SET, JSON_REPLACE or JSON_REMOVE is logged in the after
+# image of a PARTIAL_UPDATE_ROWS event as a diff: the value's usual length prefix, then
+# operations one after another, each an operation byte (0 REPLACE, 1 INSERT, 2 REMOVE), a
+# length-coded path length and the path as text (`$.a[2]."b c"`), and but for REMOVE a
+# length-coded value length and the value in binary JSON (a type byte and its data, as in a
+# document). Applied in order to the before image's document they give the after document.
+# Object members come out in MySQL's order for a stored document (by key length, then key
+# bytes), so the text is what the server would have logged whole.
+
+REPLACE, INSERT, REMOVE = 0, 1, 2
+_OPERATIONS = {REPLACE: "replace", INSERT: "insert", REMOVE: "remove"}
+_MAX_LEGS = 100  # as deep as a document can be
+
+
+class JsonDiffError(ValueError):
+    """A diff that cannot be read or applied; the message says why."""
+
+
+def json_document(raw: bytes, decimal: DecimalDecoder) -> Any:
+    """The document as Python values (dict, list, str, int, float, Decimal, bool, None)."""
+    if not raw:
+        return None
+    return _value(raw[0], raw, 1, len(raw), 0, decimal)
+
+
+def json_dump(value: Any) -> str:
+    """A document as MySQL shows it (the same text `json_text` gives for its binary form)."""
+    parts: list[str] = []
+    _dump(value, parts)
+    return "".join(parts)
+
+
+def read_json_diff(diff: bytes, decimal: DecimalDecoder) -> list[tuple[int, str, Any]]:
+    """The operations of a diff (without its length prefix): (operation, path, value)."""
+    out: list[tuple[int, str, Any]] = []
+    at, end = 0, len(diff)
+    while at < end:
+        operation = diff[at]
+        if operation not in _OPERATIONS:
+            raise JsonDiffError(f"unknown JSON diff operation {operation}")
+        length, at = _lenenc(diff, at + 1)
+        if at + length > end:
+            raise JsonDiffError("a JSON diff path runs past the value")
+        path = diff[at : at + length].decode("utf-8", "replace")
+        at += length
+        value = None
+        if operation != REMOVE:
+            length, at = _lenenc(diff, at)
+            if at + length > end or length == 0:
+                raise JsonDiffError("a JSON diff value runs past the value")
+            try:
+                value = _value(diff[at], diff, at + 1, at + length, 0, decimal)
+            except (ValueError, IndexError, struct.error) as e:
+                raise JsonDiffError(f"a JSON diff value cannot be read: {e}") from None
+            at += length
+        out.append((operation, path, value))
+    return out
+
+
+def describe_diff(operations: list[tuple[int, str, Any]]) -> str:
+    """The operations as a line of text (for a note where they cannot be applied)."""
+    parts = []
+    for operation, path, value in operations:
+        shown = "" if operation == REMOVE else " " + json_dump(value)
+        parts.append(f"{_OPERATIONS[operation]} {path}{shown}")
+    return "; ".join(parts)
+
+
+def apply_json_diff(document: Any, operations: list[tuple[int, str, Any]]) -> Any:
+    """The document after the operations, in order (JsonDiffError where one does not fit it)."""
+    for operation, path, value in operations:
+        legs = _path(path)
+        if not legs:
+            if operation != REPLACE:
+                raise JsonDiffError(f"{_OPERATIONS[operation]} of the whole document")
+            document = value
+            continue
+        parent = document
+        for leg in legs[:-1]:
+            parent = _step(parent, leg, path)
+        last = legs[-1]
+        if isinstance(parent, dict) and isinstance(last, str):
+            if operation == REPLACE and last not in parent:
+                raise JsonDiffError(f"replace of {path}, which the document has not")
+            if operation == REMOVE:
+                if last not in parent:
+                    raise JsonDiffError(f"remove of {path}, which the document has not")
+                del parent[last]
+            else:
+                parent[last] = value
+                if operation == INSERT:  # a new member: MySQL keeps members by key length, then bytes
+                    ordered = sorted(parent.items(), key=lambda kv: (len(kv[0].encode()), kv[0].encode()))
+                    parent.clear()
+                    parent.update(ordered)
+        elif isinstance(parent, list) and isinstance(last, int | tuple):
+            index = _index(parent, last)
+            if operation == INSERT:
+                parent.insert(min(max(index, 0), len(parent)), value)
+            elif not 0 <= index < len(parent):
+                raise JsonDiffError(f"{_OPERATIONS[operation]} of {path}, past the end of the array")
+            elif operation == REPLACE:
+                parent[index] = value
+            else:
+                del parent[index]
+        else:
+            raise JsonDiffError(f"{path} does not lead into the document")
+    return document
+
+
+def _lenenc(data: bytes, at: int) -> tuple[int, int]:
+    if at >= len(data):
+        raise JsonDiffError("a JSON diff cut short")
+    first = data[at]
+    if first < 251:
+        return first, at + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None or at + 1 + width > len(data):
+        raise JsonDiffError("a bad length in a JSON diff")
+    return int.from_bytes(data[at + 1 : at + 1 + width], "little"), at + 1 + width
+
+
+Leg = str | int | tuple[str, int]  # a member, an array index, or ("last", n) for [last - n]
+
+
+def _path(path: str) -> list[Leg]:
+    """The legs of a path as MySQL writes it in a diff: `$`, then `.key`, `."quoted key"` and
+    `[n]` (and `[last]`, `[last - n]`); wildcards never occur in a diff and are refused."""
+    if not path.startswith("$"):
+        raise JsonDiffError(f"a JSON path not starting with $: {path[:80]!r}")
+    legs: list[Leg] = []
+    at, end = 1, len(path)
+    while at < end:
+        if len(legs) >= _MAX_LEGS:
+            raise JsonDiffError("a JSON path too deep")
+        ch = path[at]
+        if ch == ".":
+            at += 1
+            if at < end and path[at] == '"':
+                close = at + 1
+                while close < end and path[close] != '"':
+                    close += 2 if path[close] == "\\" else 1
+                if close >= end:
+                    raise JsonDiffError(f"an unterminated key in the JSON path {path[:80]!r}")
+                try:
+                    legs.append(json.loads(path[at : close + 1]))
+                except ValueError:
+                    raise JsonDiffError(f"a bad quoted key in the JSON path {path[:80]!r}") from None
+                at = close + 1
+            else:
+                start = at
+                while at < end and path[at] not in ".[":
+                    at += 1
+                key = path[start:at]
+                if not key or key == "*" or key.startswith("*"):
+                    raise JsonDiffError(f"a wildcard or empty key in the JSON path {path[:80]!r}")
+                legs.append(key)
+        elif ch == "[":
+            close = path.find("]", at)
+            if close < 0:
+                raise JsonDiffError(f"an unterminated index in the JSON path {path[:80]!r}")
+            inner = path[at + 1 : close].replace(" ", "")
+            if inner.isdigit():
+                legs.append(int(inner))
+            elif inner == "last":
+                legs.append(("last", 0))
+            elif inner.startswith("last-") and inner[5:].isdigit():
+                legs.append(("last", int(inner[5:])))
+            else:
+                raise JsonDiffError(f"an index MySQL does not write in a diff: {path[:80]!r}")
+            at = close + 1
+        else:
+            raise JsonDiffError(f"a JSON path MySQL does not write in a diff: {path[:80]!r}")
+    return legs
+
+
+def _index(array: list, leg: int | tuple[str, int]) -> int:
+    return leg if isinstance(leg, int) else len(array) - 1 - leg[1]
+
+
+def _step(value: Any, leg: Leg, path: str) -> Any:
+    if isinstance(value, dict) and isinstance(leg, str) and leg in value:
+        return value[leg]
+    if isinstance(value, list) and not isinstance(leg, str):
+        index = _index(value, leg)
+        if 0 <= index < len(value):
+            return value[index]
+    raise JsonDiffError(f"{path} does not lead into the document")

@@ -17,6 +17,7 @@ the present non-null values.
 from __future__ import annotations
 
 import base64
+import math
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,7 +26,15 @@ from typing import Any
 
 from pymysqlreplication.constants import FIELD_TYPE as T
 
-from ingest.binlog.jsonb import json_text
+from ingest.binlog.jsonb import (
+    JsonDiffError,
+    apply_json_diff,
+    describe_diff,
+    json_document,
+    json_dump,
+    json_text,
+    read_json_diff,
+)
 from ingest.binlog.reader import (
     DELETE_ROWS_V2,
     PARTIAL_UPDATE_ROWS,
@@ -35,11 +44,11 @@ from ingest.binlog.reader import (
     Event,
     Format,
 )
-from ingest.binlog.tables import ColumnDef, TableDef
+from ingest.binlog.tables import VECTOR, ColumnDef, TableDef
 
 STMT_END = 0x0001  # the last rows event of a statement
 
-Value = int | float | Decimal | str | bytes | None
+Value = int | float | Decimal | str | bytes | list[float] | None  # a list: a VECTOR
 
 
 class RowsError(ValueError):
@@ -170,6 +179,8 @@ def value_width(c: ColumnDef) -> int:
         return -2 if c.max_length > 255 else -1
     if t in (T.BLOB, T.GEOMETRY, T.JSON, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB):
         return -(c.length_size or 2)
+    if t == VECTOR:
+        return -(c.length_size or 4)
     raise RowsError(f"column type {t} of {c.name or c.index} is not known")
 
 
@@ -358,8 +369,11 @@ def _skip_values(body: bytes, at: int, present: tuple[int, ...], mask: int) -> i
 # Each row is the before image, then the after image preceded by its value options
 # (length-coded; bit 1: partial JSON) and, with that bit, a bitmap over the JSON columns
 # present in the after image: a set bit means the column holds a diff (operations on paths of
-# the document), not the document. Diffs are not applied here: such a column is left out of
-# the after image, as under binlog_row_image=NOBLOB, and the image says it is incomplete.
+# the document), not the document. `RowsDecoder._partial` applies each diff to the before
+# image's document (jsonb.apply_json_diff); where it cannot (no document in the before image
+# under binlog_row_image=MINIMAL, or a diff that does not fit), the column is left out of the
+# after image, as under binlog_row_image=NOBLOB, the image says it is incomplete and the row's
+# note says why.
 
 _PARTIAL_JSON = 0x01
 
@@ -415,58 +429,429 @@ def decode_rows(
 ) -> Iterator[tuple[list[Value] | None, list[Value] | None, tuple[bool, ...], tuple[bool, ...]]]:
     """Each row as (before, after, before_present, after_present): values by column index;
     a column absent from an image (binlog_row_image=MINIMAL/NOBLOB) is None there and False
-    in its `present` flags."""
-    header = read_header(event, fmt)
-    body = event.body
-    n = len(table.columns)
-    if header.columns != n:
-        raise RowsError(f"the rows event has {header.columns} columns, its table map {n}")
-    bits = [bool(header.present[i // 8] & (1 << (i % 8))) for i in range(n)]
-    bits_after = (
-        [bool(header.present_after[i // 8] & (1 << (i % 8))) for i in range(n)]
-        if header.present_after is not None
-        else bits
-    )
-    at = header.rows_at
-    partial_update = event.type == PARTIAL_UPDATE_ROWS
-    if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
-        raise RowsError("rows without any column present")
-    while at < len(body):
-        first, at = _decode_image(body, at, table, bits)
-        if partial_update:
-            at, partial = _partial_prefix(body, at, table, bits_after)
-            second, at = _decode_image(body, at, table, bits_after)
-            in_after = tuple(here and i not in partial for i, here in enumerate(bits_after))
-            yield first, [v if in_after[i] else None for i, v in enumerate(second)], tuple(bits), in_after
-        elif header.change == "update":
-            second, at = _decode_image(body, at, table, bits_after)
-            yield first, second, tuple(bits), tuple(bits_after)
-        elif header.change == "delete":
-            yield first, None, tuple(bits), ()
+    in its `present` flags. (`RowsDecoder(table).rows`: keep the decoder for many events.)"""
+    return RowsDecoder(table).rows(event, fmt)
+
+
+KeyRow = tuple[tuple[Value, ...] | None, tuple[Value, ...] | None, int, int]
+Flags = tuple[bool, ...]
+
+
+class RowsDecoder:
+    """Decodes the rows events of one table map. Its layouts (the columns an image holds, with
+    each column's decoder) are made once per columns-present bitmap met, so a decoder kept for
+    many events of the table does the type dispatch once, not once per value. Bounded: a
+    hostile file's endless bitmaps empty the layouts now and then."""
+
+    def __init__(self, table: TableDef) -> None:
+        self.table = table
+        self._layouts: dict[tuple[bytes, int, bool], _Image] = {}
+
+    def layout(self, header: RowsHeader) -> tuple[_Image, _Image]:
+        """The layouts of the event's before and after images (one image: the same twice)."""
+        first = self._layout(header.present, header.columns)
+        if header.present_after is None:
+            return first, first
+        return first, self._layout(header.present_after, header.columns)
+
+    def _layout(self, bitmap: bytes, columns: int, raw_json: bool = False) -> _Image:
+        found = self._layouts.get((bitmap, columns, raw_json))
+        if found is None:
+            if columns != len(self.table.columns):
+                raise RowsError(
+                    f"the rows event has {columns} columns, its table map {len(self.table.columns)}"
+                )
+            present = tuple(bool(bitmap[i // 8] & (1 << (i % 8))) if i // 8 < len(bitmap) else False
+                            for i in range(columns))  # fmt: skip
+            if len(self._layouts) >= _LAYOUTS_MAX:
+                self._layouts.clear()
+            found = self._layouts[(bitmap, columns, raw_json)] = _Image(self.table, present, raw_json)
+        return found
+
+    def rows(
+        self, event: Event, fmt: Format
+    ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags]]:
+        """As `decode_rows`."""
+        for before, after, in_before, in_after, _ in self.noted(event, fmt):
+            yield before, after, in_before, in_after
+
+    def noted(
+        self, event: Event, fmt: Format
+    ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags, str]]:
+        """As `rows`, each row with a note: why a column is missing from an image where the
+        binlog holds something of it that could not be used (else empty)."""
+        header = read_header(event, fmt)
+        body = event.body
+        first_image, second_image = self.layout(header)
+        bits, bits_after = first_image.present, second_image.present
+        at = header.rows_at
+        if not any(bits) and not any(bits_after) and at < len(body):  # a row of no bytes: no end
+            raise RowsError("rows without any column present")
+        if event.type == PARTIAL_UPDATE_ROWS:
+            yield from self._partial(event, header)
+            return
+        first_decode, second_decode = first_image.decode, second_image.decode
+        try:
+            while at < len(body):
+                first, at = first_decode(body, at)
+                if header.change == "update":
+                    second, at = second_decode(body, at)
+                    yield first, second, bits, bits_after, ""
+                elif header.change == "delete":
+                    yield first, None, bits, (), ""
+                else:
+                    yield None, first, (), bits, ""
+        except (IndexError, struct.error):  # hostile bytes: a value runs past the end of the event
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
+
+    def _partial(
+        self, event: Event, header: RowsHeader
+    ) -> Iterator[tuple[list[Value] | None, list[Value] | None, Flags, Flags, str]]:
+        """The rows of a PARTIAL_UPDATE_ROWS event, their JSON diffs applied to the before
+        image's documents (`jsonb.apply_json_diff`). A diff that cannot be applied (the before
+        image lacks the document under binlog_row_image=MINIMAL, or it does not fit it) leaves
+        its column out of the after image, and the note says why and what the diff was."""
+        body, table = event.body, self.table
+        first = self._layout(header.present, header.columns, raw_json=True)
+        second = self._layout(header.present_after or header.present, header.columns, raw_json=True)
+        json_columns = [i for i, c in enumerate(table.columns) if c.type == T.JSON]
+        at = header.rows_at
+        try:
+            while at < len(body):
+                before, at = first.decode(body, at)
+                at, partial = _partial_prefix(body, at, table, list(second.present))
+                after, at = second.decode(body, at)
+                in_after = list(second.present)
+                notes = []
+                for i in json_columns:
+                    document = before[i]
+                    if first.present[i] and document is not None:
+                        before[i] = _mysql_json(document)  # type: ignore[arg-type]
+                    if i in partial and after[i] is not None:  # (NULL after: no diff to read)
+                        column = table.columns[i].name or f"@{i + 1}"
+                        if not first.present[i]:
+                            lacking = "the before image lacks the document (binlog_row_image=MINIMAL)"
+                        else:
+                            lacking = "the document was NULL before" if document is None else ""
+                        after[i], note = _applied(document, after[i], column, lacking)  # type: ignore[arg-type]
+                        if note:
+                            in_after[i] = False
+                            notes.append(note)
+                    elif second.present[i] and after[i] is not None:
+                        after[i] = _mysql_json(after[i])  # type: ignore[arg-type]
+                yield before, after, first.present, tuple(in_after), "; ".join(notes)[:2000]
+        except (IndexError, struct.error):
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
+
+    def keyed(self, event: Event, fmt: Format, key: tuple[int, ...]) -> KeyedRows | None:
+        """The event's rows key first (`KeyedRows`), decoding only the `key` columns (indexes,
+        in key order). None where this cannot be done: a PARTIAL_UPDATE_ROWS event (its rows
+        carry diffs), a first image lacking a key column, an INSERT's or DELETE's image lacking
+        one, or no key. An UPDATE's after image without the key columns (what
+        binlog_row_image=MINIMAL writes when the key is not set) keeps the row's key."""
+        if not key or event.type == PARTIAL_UPDATE_ROWS:
+            return None
+        header = read_header(event, fmt)
+        first_image, second_image = self.layout(header)
+        if not all(first_image.present[i] for i in key):
+            return None
+        if header.change != "update" and not all(second_image.present[i] for i in key):
+            return None
+        return KeyedRows(event, header, first_image, second_image, key)
+
+
+class KeyedRows:
+    """The rows of one rows event, key first: iterating gives each row as (key before, key
+    after, where its before image starts, where its after image starts), an image the event has
+    not being None and its start -1; `image(at, after)` then decodes a kept image whole, the
+    same as `RowsDecoder.rows` gives it. A page that keeps few rows of a long history so decodes
+    whole only the images it keeps. `complete`: every column is in both images."""
+
+    def __init__(
+        self, event: Event, header: RowsHeader, first: _Image, second: _Image, key: tuple[int, ...]
+    ) -> None:
+        self.event, self.header = event, header
+        self.first_image, self.second_image, self.key = first, second, key
+        self.complete = all(first.present) and all(second.present)
+        # As images.RowImage's users read a MINIMAL after image: without all the key columns,
+        # the key did not change.
+        self.after_keyed = all(second.present[i] for i in key)
+
+    def __iter__(self) -> Iterator[KeyRow]:
+        event, header = self.event, self.header
+        body, at, change = event.body, header.rows_at, header.change
+        # The first image holds the key columns (RowsDecoder.keyed checked): each row moves `at` on.
+        first_key, second_key = self.first_image.key_reader(self.key), self.second_image.key_reader(self.key)
+        after_keyed = self.after_keyed
+        try:
+            while at < len(body):
+                start = at
+                found, at = first_key(body, at)
+                if change == "update":
+                    second_start = at
+                    second, at = second_key(body, at)
+                    yield found, second if after_keyed else found, start, second_start
+                elif change == "delete":
+                    yield found, None, start, -1
+                else:
+                    yield None, found, -1, start
+        except (IndexError, struct.error):
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
+        if at != len(body):
+            raise RowsError(f"a row of the rows event at {event.position} runs past its end")
+
+    def image(self, at: int, after: bool) -> tuple[list[Value], Flags]:
+        """The values (by column index, None where absent) and the present flags of the image
+        starting at `at`."""
+        layout = self.second_image if after else self.first_image
+        try:
+            return layout.decode(self.event.body, at)[0], layout.present
+        except (IndexError, struct.error):
+            raise RowsError(f"a row of the rows event at {self.event.position} runs past its end") from None
+
+
+# How decoding is fast enough for a table's whole history: the type of each column is looked
+# up once per table map, not once per value. `column_decoder` gives each column a function of
+# (body, offset) specialised to its type and metadata, and `_Image` holds them for one layout
+# (the columns one image of a rows event holds); layouts are cached per table map and bitmap.
+# The specialised functions give exactly what `_value` gives (tests compare the two on every
+# column of the samples); rarer types go through `_value` itself.
+
+Decoder = Callable[[bytes, int], tuple[Value, int]]
+_STRUCTS = {
+    (T.TINY, False): struct.Struct("<b"), (T.SHORT, False): struct.Struct("<h"),
+    (T.SHORT, True): struct.Struct("<H"), (T.LONG, False): struct.Struct("<i"),
+    (T.LONG, True): struct.Struct("<I"), (T.LONGLONG, False): struct.Struct("<q"),
+    (T.LONGLONG, True): struct.Struct("<Q"), (T.FLOAT, False): struct.Struct("<f"),
+    (T.FLOAT, True): struct.Struct("<f"), (T.DOUBLE, False): struct.Struct("<d"),
+    (T.DOUBLE, True): struct.Struct("<d"),
+}  # fmt: skip
+_TEXT_TYPES = (T.VARCHAR, T.VAR_STRING, T.STRING, T.BLOB, T.TINY_BLOB, T.MEDIUM_BLOB, T.LONG_BLOB)
+_UTF8 = (None, "utf8mb4", "utf8mb3", "utf8")
+
+
+def column_decoder(c: ColumnDef) -> Decoder:
+    """`decode(body, at) -> (value, end)` for one non-NULL value of the column."""
+    t = c.type
+    if t == T.TINY and c.unsigned:
+        return _unsigned_tiny
+    fixed = _STRUCTS.get((t, c.unsigned))
+    if fixed is not None:
+        return _fixed_decoder(fixed.unpack_from, fixed.size)
+    if t == T.NEWDECIMAL:
+        size, precision, scale = _decimal_size(c.precision, c.decimals), c.precision, c.decimals
+        return lambda b, at: (_decimal(b[at : at + size], precision, scale), at + size)
+    if t == T.DATETIME2:
+        fsp = c.fsp
+        return lambda b, at: _datetime2(b, at, fsp)
+    if t in _TEXT_TYPES and t not in (T.ENUM, T.SET):
+        width = value_width(c)
+        if width < 0:
+            return _text_decoder(c, -width)
+    return lambda b, at: _value(b, at, c)
+
+
+def _raw_decoder(c: ColumnDef) -> Decoder:
+    """A length-prefixed value's bytes, undecoded (a JSON document or a partial update's diff)."""
+    prefix, name = -value_width(c), c.name or c.index
+
+    def decode(b: bytes, at: int) -> tuple[Value, int]:
+        start = at + prefix
+        end = start + int.from_bytes(b[at:start], "little")
+        if end > len(b) or start > len(b):
+            raise RowsError(f"a value of {name} runs past the end of its event")
+        return b[start:end], end
+
+    return decode
+
+
+def _applied(document: Value, diff: bytes, column: str, lacking: str) -> tuple[Value, str]:
+    """(the after document as text, "") or (None, why not): a JSON column's diff applied to its
+    before document (`lacking` says why there is none to apply it to)."""
+    try:
+        operations = read_json_diff(diff, _decimal)
+    except (JsonDiffError, RecursionError) as e:
+        return None, f"{column}: a partial JSON update that cannot be read ({e})"
+    what = describe_diff(operations)[:500]
+    if lacking or not isinstance(document, bytes):
+        return None, f"{column}: partial JSON update not applied, {lacking or 'no document'}: {what}"
+    try:
+        return json_dump(apply_json_diff(json_document(document, _decimal), operations)), ""
+    except (JsonDiffError, ValueError, IndexError, struct.error, RecursionError) as e:
+        return None, f"{column}: partial JSON update not applied ({e}): {what}"
+
+
+def _unsigned_tiny(b: bytes, at: int) -> tuple[Value, int]:
+    return b[at], at + 1
+
+
+def _fixed_decoder(unpack: Callable[[bytes, int], tuple[Any, ...]], size: int) -> Decoder:
+    def decode(b: bytes, at: int) -> tuple[Value, int]:
+        return unpack(b, at)[0], at + size
+
+    return decode
+
+
+def _text_decoder(c: ColumnDef, prefix: int) -> Decoder:
+    """Text and binary strings: a little-endian length of `prefix` bytes, then the bytes."""
+    charset, name = c.charset, c.name or c.index
+    utf8 = charset in _UTF8
+
+    def decode(b: bytes, at: int) -> tuple[Value, int]:
+        start = at + prefix
+        length = b[at] if prefix == 1 else int.from_bytes(b[at:start], "little")
+        end = start + length
+        raw = b[start:end]
+        if len(raw) < length or start > len(b):
+            raise RowsError(f"a value of {name} runs past the end of its event")
+        if utf8:
+            try:
+                return raw.decode("utf-8"), end
+            except UnicodeDecodeError:
+                return raw, end
+        return decode_text(raw, charset), end
+
+    return decode
+
+
+class _Image:
+    """The decoders of one layout: the columns one image of a rows event holds."""
+
+    __slots__ = ("chosen", "columns", "keyed", "nulls", "plan", "present", "raw_json")
+
+    def __init__(self, table: TableDef, present: tuple[bool, ...], raw_json: bool = False) -> None:
+        self.present = present
+        self.columns = len(table.columns)
+        chosen = [c for c, here in zip(table.columns, present, strict=True) if here]
+        self.chosen, self.raw_json = tuple(chosen), raw_json
+        self.plan = tuple(
+            (c.index, _raw_decoder(c) if raw_json and c.type == T.JSON else column_decoder(c), value_width(c))
+            for c in chosen
+        )
+        self.nulls = (len(chosen) + 7) // 8
+        self.keyed: dict[tuple[int, ...], Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
+
+    def decode(self, b: bytes, at: int) -> tuple[list[Value], int]:
+        values: list[Value] = [None] * self.columns
+        size = self.nulls
+        nulls = int.from_bytes(b[at : at + size], "little")
+        at += size
+        if at > len(b):
+            raise RowsError("a row runs past the end of its event")
+        for i, decode, _ in self.plan:
+            if nulls & 1:
+                nulls >>= 1
+                continue
+            nulls >>= 1
+            values[i], at = decode(b, at)
+        if at > len(b):
+            raise RowsError("a row runs past the end of its event")
+        return values, at
+
+    def key_reader(self, key: tuple[int, ...]) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+        """`read(body, at) -> (key values in key order, end)`: the key columns decoded, the
+        others skipped by their widths."""
+        found = self.keyed.get(key)
+        if found is None:
+            found = self.keyed[key] = self._key_reader(key)
+        return found
+
+    def _key_reader(self, key: tuple[int, ...]) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+        """As the row counter does (`_RowCounter`), a function per null bitmap met, generated
+        once: straight-line code that calls the key columns' decoders at offsets summed from
+        the fixed widths and length prefixes between them. Bounded per layout and in all (past
+        the bounds, the generic loop of `_key_values`)."""
+        order = {column: k for k, column in enumerate(key)}
+        plan = tuple((order.get(i, -1), decode, width) for i, decode, width in self.plan)
+        size, count = self.nulls, len(key)
+        made: dict[int, Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
+
+        def make(mask: int) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+            if len(made) >= MASKS_PER_LAYOUT:
+                return lambda b, at: _key_values(b, at, plan, mask, count)
+            # Shared by every decoder of the same columns (a page makes its decoders afresh):
+            # the process keeps generating none once its pages have met their layouts.
+            shared = (self.chosen, self.raw_json, key, mask)
+            found = _key_functions.get(shared)
+            if found is None:
+                if len(_key_functions) >= MASKS_MAX:  # bounded: a hostile file's endless layouts
+                    _key_functions.clear()
+                found = _key_functions[shared] = _compile_key(plan, mask, count)
+            made[mask] = found
+            return found
+
+        def read(b: bytes, at: int) -> tuple[tuple[Value, ...], int]:
+            nulls = int.from_bytes(b[at : at + size], "little")
+            at += size
+            if at > len(b):
+                raise RowsError("a row runs past the end of its event")
+            values, at = (made.get(nulls) or make(nulls))(b, at)
+            if at > len(b):
+                raise RowsError("a row runs past the end of its event")
+            return values, at
+
+        return read
+
+
+_key_functions: dict[tuple[Any, ...], Callable[[bytes, int], tuple[tuple[Value, ...], int]]] = {}
+
+
+def _key_values(
+    b: bytes, at: int, plan: tuple[tuple[int, Decoder, int], ...], nulls: int, count: int
+) -> tuple[tuple[Value, ...], int]:
+    """The key columns' values of one image (`at` just after its null bitmap), the others
+    skipped by their widths: the generic loop."""
+    values: list[Value] = [None] * count
+    for slot, decode, width in plan:
+        if nulls & 1:
+            nulls >>= 1
+            continue
+        nulls >>= 1
+        if slot >= 0:
+            values[slot], at = decode(b, at)
+        elif width > 0:
+            at += width
+        elif width == -1:
+            at += 1 + b[at]
+        elif width == -2:
+            at += 2 + (b[at] | b[at + 1] << 8)
         else:
-            yield None, first, (), tuple(bits)
+            at += -width + int.from_bytes(b[at : at - width], "little")
+    return tuple(values), at
 
 
-def _decode_image(body: bytes, at: int, table: TableDef, present: list[bool]) -> tuple[list[Value], int]:
-    count = sum(present)
-    nulls = body[at : at + (count + 7) // 8]
-    at += (count + 7) // 8
-    values: list[Value] = []
-    k = 0
-    for c, here in zip(table.columns, present, strict=True):
-        if not here:
-            values.append(None)
-            continue
-        is_null = nulls[k >> 3] & (1 << (k & 7))
-        k += 1
-        if is_null:
-            values.append(None)
-            continue
-        value, at = _value(body, at, c)
-        values.append(value)
-    if at > len(body):
-        raise RowsError("a row runs past the end of its event")
-    return values, at
+def _compile_key(
+    plan: tuple[tuple[int, Decoder, int], ...], mask: int, count: int
+) -> Callable[[bytes, int], tuple[tuple[Value, ...], int]]:
+    """`_key_values` for one null bitmap as generated straight-line code (only integers from
+    the table map go into the source; the decoders are passed in its scope)."""
+    lines, fixed, scope = [], 0, {}
+    values = ["None"] * count
+    for k, (slot, decode, width) in enumerate(plan):
+        if mask >> k & 1:
+            continue  # NULL: no bytes
+        if slot >= 0:
+            scope[f"d{k}"] = decode
+            lines.append(f"    v{slot}, at = d{k}(b, at + {fixed})")
+            values[slot], fixed = f"v{slot}", 0
+        elif width > 0:
+            fixed += width
+        else:
+            n = -width
+            if n == 1:
+                length = f"b[at + {fixed}]"
+            elif n == 2:
+                length = f"(b[at + {fixed}] | b[at + {fixed + 1}] << 8)"
+            else:
+                length = f"int.from_bytes(b[at + {fixed}:at + {fixed + n}], 'little')"
+            lines.append(f"    at += {fixed + n} + {length}")
+            fixed = 0
+    if len(lines) > 64:  # very wide tables: the generic loop, not a huge function
+        return lambda b, at: _key_values(b, at, plan, mask, count)
+    result = "(" + "".join(v + ", " for v in values) + ")"
+    source = "def read(b, at):\n" + "\n".join([*lines, f"    return {result}, at + {fixed}"]) + "\n"
+    exec(source, scope)  # integers only
+    return scope["read"]  # type: ignore[no-any-return]
 
 
 def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:
@@ -543,7 +928,21 @@ def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:
         return _mysql_json(raw), end
     if t == T.GEOMETRY:
         return bytes(raw), end
+    if t == VECTOR:
+        return _vector(raw, c.dimensions), end
     return decode_text(raw, c.charset), end
+
+
+def _vector(raw: bytes, dimensions: int) -> list[float] | bytes:
+    """A VECTOR: its float32 values (each exactly, as a Python float). The bytes where they are
+    not such a vector: a length not a multiple of 4 or not the map's dimensionality, or a value
+    that is not a finite number (MySQL stores none; JSON has no NaN)."""
+    if len(raw) % 4 or (dimensions and len(raw) != 4 * dimensions):
+        return bytes(raw)
+    values = list(struct.unpack(f"<{len(raw) // 4}f", raw))
+    if not all(math.isfinite(v) for v in values):
+        return bytes(raw)
+    return values
 
 
 def _fraction(b: bytes, at: int, fsp: int) -> tuple[int, int]:

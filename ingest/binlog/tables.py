@@ -11,6 +11,7 @@ per distinct body (they repeat before every statement), so the cost stays off th
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ class ColumnDef:
     bits: int = 0  # BIT
     enum_values: tuple[str, ...] = ()
     set_values: tuple[str, ...] = ()
+    dimensions: int = 0  # VECTOR: float32 values in one (0: not said; FULL metadata says it)
 
 
 @dataclass(slots=True, frozen=True)
@@ -89,9 +91,89 @@ class TableMapError(ValueError):
 
 
 def decode_table_map(event: Event, fmt: Format) -> TableDef:
-    """The table map in `event`, by way of mysql-replication's TableMapEvent."""
+    """The table map in `event`, by way of mysql-replication's TableMapEvent (MySQL 9's VECTOR
+    columns by way of `_without_vectors`, since the library does not know them)."""
     if event.type != TABLE_MAP:
         raise TableMapError(f"event at {event.position} is not a table map")
+    vectors: dict[int, int] = {}
+    if VECTOR.to_bytes(1, "little") in event.body:  # a cheap pre-check: most maps have none
+        try:
+            body, vectors = _without_vectors(event.body, fmt.post_header_len(TABLE_MAP, 8))
+        except (IndexError, ValueError) as e:
+            raise TableMapError(f"table map at {event.position} cannot be decoded: {e!r}"[:300]) from e
+        event = event._replace(body=body)
+    table = _decode_table_map(event, fmt)
+    if not vectors:
+        return table
+    columns = tuple(
+        dataclasses.replace(c, type=VECTOR, charset=None, dimensions=vectors[c.index])
+        if c.index in vectors
+        else c
+        for c in table.columns
+    )
+    return dataclasses.replace(table, columns=columns)
+
+
+# MySQL 9's VECTOR column (type 242): a length-prefixed value like a BLOB's, holding float32
+# values little-endian; its table map metadata is the length prefix's size, one byte as a
+# BLOB's, and FULL row metadata adds a field (13) with each VECTOR column's dimensionality.
+VECTOR = 242
+_VECTOR_DIMENSIONALITY = 13
+
+
+def _without_vectors(body: bytes, post_header: int) -> tuple[bytes, dict[int, int]]:
+    """The map's body with each VECTOR column given as a BLOB (the same metadata, and a
+    character column as VECTOR is in the charset lists) and the dimensionality field taken out,
+    as mysql-replication reads it; and {column index: dimensions (0: not said)} of the VECTOR
+    columns. (Without a VECTOR column, the body unchanged and {}.)"""
+    at = post_header
+    at += 1 + body[at] + 1  # schema name, length-prefixed and NUL-ended
+    at += 1 + body[at] + 1  # table name
+    count, at = _lenenc(body, at)
+    types_at = at
+    types = body[at : at + count]
+    if len(types) < count:
+        raise ValueError("column types past the end")
+    vectors = [i for i, t in enumerate(types) if t == VECTOR]
+    if not vectors:
+        return body, {}
+    at += count
+    meta_length, at = _lenenc(body, at)
+    at += meta_length + (count + 7) // 8  # metadata, then the nullability bitmap
+    if at > len(body):
+        raise ValueError("table map metadata past the end")
+    kept, dimensions = bytearray(body[:at]), dict.fromkeys(vectors, 0)
+    for i in vectors:
+        kept[types_at + i] = FIELD_TYPE.BLOB
+    while at < len(body):  # optional metadata: type, length-coded length, value
+        start = at
+        kind = body[at]
+        length, at = _lenenc(body, at + 1)
+        if at + length > len(body):
+            raise ValueError("optional metadata past the end")
+        if kind == _VECTOR_DIMENSIONALITY:
+            value, k, found = body[at : at + length], 0, []
+            while k < len(value):
+                n, k = _lenenc(value, k)
+                found.append(n)
+            dimensions.update(zip(vectors, found, strict=False))
+        else:
+            kept += body[start : at + length]
+        at += length
+    return bytes(kept), dimensions
+
+
+def _lenenc(data: bytes, at: int) -> tuple[int, int]:
+    first = data[at]
+    if first < 251:
+        return first, at + 1
+    width = {252: 2, 253: 3, 254: 8}.get(first)
+    if width is None or at + 1 + width > len(data):
+        raise ValueError("bad length-coded integer")
+    return int.from_bytes(data[at + 1 : at + 1 + width], "little"), at + 1 + width
+
+
+def _decode_table_map(event: Event, fmt: Format) -> TableDef:
     # The library reads a network packet: an OK byte, the 19-byte header, the body and a
     # checksum it skips; it stops its optional-metadata loop 4 bytes before the end.
     size = 19 + len(event.body) + 4

@@ -22,6 +22,7 @@ from investigations.api.sessions import ID_EXAMPLE, SessionSerializer
 from investigations.query.attribution import attribution_proof
 from investigations.query.sessions import session_context
 from investigations.raw import (
+    RAW_FIELDS,
     raw_download,
     raw_event,
     raw_refusal,
@@ -130,7 +131,7 @@ class EventDetailSerializer(EventSerializer):
     def get_raw_length(self, event: Event) -> int:
         """Bytes of the whole record: more than `raw` holds when it was cut for the answer (at
         SHOWN_MAX_BYTES); `raw_download` has them all."""
-        return len(event.raw)
+        return event.raw_length if event.raw_length is not None else len(event.raw)
 
     def get_raw_download(self, event: Event) -> str:
         """The URL of the whole raw bytes (`/api/v1/events/<id>/raw/`, streamed; a withheld
@@ -230,7 +231,7 @@ class RevealedSerializer(serializers.Serializer):
 @api_view(["POST"])
 @permission_classes([role_permission(Role.ADMIN)])
 def event_reveal(request: Request, event_id: int) -> Response:
-    event = get_object_or_404(Event.objects.only("id", "server", "flags", "raw", "record_hash"), pk=event_id)
+    event = get_object_or_404(Event.objects.only(*RAW_FIELDS, "server", "flags", "record_hash"), pk=event_id)
     reason = request.data.get("reason") if hasattr(request.data, "get") else None
     error = reason_error(reason)
     if error is not None:

@@ -53,6 +53,11 @@ class RowSerializer(serializers.Serializer):
     after = serializers.DictField(
         allow_null=True, help_text="Every column after the change (null for a delete)"
     )
+    note = serializers.CharField(
+        required=False,
+        help_text="Only where an image lacks a column the binlog holds something of: why (a partial "
+        "JSON update whose diff cannot be applied, e.g. under binlog_row_image=MINIMAL) and the diff",
+    )
 
 
 class RowStatementSerializer(serializers.Serializer):

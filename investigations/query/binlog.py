@@ -218,7 +218,12 @@ class Segment:
 
     table: str
     columns: list[str]
-    rows: list[tuple[str, list[Cell]]]  # (change, a cell per column)
+    rows: list[tuple[str, list[Cell], str]]  # (change, a cell per column, the row's note or "")
+
+    @property
+    def span(self) -> int:
+        """Table cells across a row: the change, then each column before and after."""
+        return 1 + 2 * len(self.columns)
 
 
 @dataclass(frozen=True)
@@ -263,7 +268,7 @@ def _segments(rows: list[dict[str, Any]]) -> list[Segment]:
             )
             for c in columns
         ]
-        segments[-1].rows.append((row["change"], cells))
+        segments[-1].rows.append((row["change"], cells, row.get("note", "")))
     return segments
 
 

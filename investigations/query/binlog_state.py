@@ -28,16 +28,19 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, BinaryIO
 
 from ingest.binlog.flashback import table_info
-from ingest.binlog.images import RowImage, named_table, row_images, table_of
-from ingest.binlog.metadata import TableChange
-from ingest.binlog.reader import BinlogError, Format, read_event_at, read_format
-from ingest.binlog.rows import Value, json_value
+from ingest.binlog.images import RowImage, event_images, named_table, table_map
+from ingest.binlog.payload import read_event
+from ingest.binlog.reader import BinlogError, Event, Format, read_format
+from ingest.binlog.rows import KeyedRows, RowsDecoder, RowsError, Value, json_value
+from ingest.binlog.schema import TableSchema
+from ingest.binlog.tables import TableDef, TableMapError
 from ingest.binlog_store import open_binlog
 from ingest.models import BinlogChange, BinlogFile, BinlogStatement
 from investigations.query.binlog import create_table_schema
 
 STATE_PAGE = 100  # rows a page of the table at T shows
-MAX_DECODED = 250_000  # row changes decoded for one page (about 40 CPU s here); beyond, it says it stopped
+# Row changes decoded for one page (about 3.5 CPU s here: docs/benchmarks.md); beyond, it says it stopped.
+MAX_DECODED = 1_000_000
 CHANGE_ORDER = (
     "statement__transaction__commit_time",
     "statement__transaction__file_name",
@@ -59,8 +62,10 @@ def _part(value: Value) -> tuple[int, Any]:
         return (-1, 0)
     if isinstance(value, bool):
         return (0, Decimal(int(value)))
-    if isinstance(value, int | Decimal):
-        return (0, Decimal(value))
+    if isinstance(value, int):  # ints and Decimals compare, hash and print alike: no conversion
+        return (0, value)
+    if isinstance(value, Decimal):
+        return (0, value)
     if isinstance(value, float):
         return (0, Decimal(repr(value))) if value == value else (3, "nan")
     if isinstance(value, bytes):
@@ -198,72 +203,66 @@ def table_at(
     server: str, table: str, at: datetime, *, cursor: str | None = None, size: int = STATE_PAGE
 ) -> StatePage:
     """One page (in key order, after `cursor`) of the rows the binlog changed in `table` on
-    `server`, as they were at `at`."""
+    `server`, as they were at `at`.
+
+    1. The table's changes stream in commit order as plain tuples (no model instances: a table
+       can have millions of small ones).
+    2. For each rows event, only the key columns of each row are decoded (`RowsDecoder.keyed`); the
+       page says whether it keeps that key, and only then is the image it needs decoded whole.
+       Most rows of a long history are never on the page, so most values are never decoded.
+    3. Events whose rows cannot be read key first (a partial JSON update, a first image lacking a
+       key column, a table without a known key) are decoded whole, as `images.row_images` does.
+    """
     after = decode_cursor(cursor) if cursor else None
     page = _Page(after, size)
     changes = (
         BinlogChange.objects.filter(table=table, statement__transaction__server=server)
-        .select_related("statement__transaction__file__source_file")
         .order_by(*CHANGE_ORDER)
-    )
+        .values_list(
+            "statement_id", "change", "table_map_position", "positions",
+            "statement__transaction__commit_time", "statement__transaction__file_id",
+            "statement__transaction__file__name", "statement__transaction__file__source_file__path",
+        )
+    )  # fmt: skip
     schema = create_table_schema(server, table)
-    decoded = incomplete = 0
+    walk = _Walk(page, at)
     files: list[str] = []
-    key_columns: list[str] = []
-    columns: list[str] = []
     stopped = False
     error = None
     opened: tuple[int, BinaryIO, Format] | None = None
-    maps: dict[bytes, tuple[_KeyOf, list[str]]] = {}
+    maps: dict[bytes, _Map] = {}
     try:
-        for change in changes.iterator(chunk_size=500):
-            binlog = change.statement.transaction.file
-            if opened is None or opened[0] != binlog.pk:
+        for statement_id, kind, map_position, positions, committed, file_id, name, path in changes.iterator(
+            chunk_size=2000
+        ):
+            if opened is None or opened[0] != file_id:
                 if opened is not None:
                     opened[1].close()
-                stream = open_binlog(binlog.source_file.path)
-                opened = (binlog.pk, stream, read_format(stream))
-                files.append(binlog.name)
+                stream = open_binlog(path)
+                opened = (file_id, stream, read_format(stream))
+                files.append(name)
             _, stream, fmt = opened
-            found = TableChange(
-                change.table, change.change, change.rows, change.table_map_position, list(change.positions)
-            )
-            # Each transaction writes its own table map, mostly the same bytes: decoded once per
-            # distinct body (the library's decoding is the slow part of a small change).
-            where = read_event_at(stream, change.table_map_position, fmt).body
-            if where not in maps:
+            # Each transaction writes its own table map, mostly the same bytes: named once per
+            # distinct body (and decoded once per process: images.table_map).
+            map_event = read_event(stream, map_position, fmt)
+            mapped = maps.get(map_event.body)
+            if mapped is None:
                 if len(maps) >= 1_000:  # bounded: a table's maps differ only when it is altered
                     maps.clear()
-                tabledef = table_of(stream, found, fmt)
-                named = named_table(tabledef, schema)
-                maps[where] = (
-                    _KeyOf(list(table_info(tabledef, schema).primary_key)),
-                    [c.name or f"@{c.index + 1}" for c in named.columns],
-                )
-            key_of, table_columns = maps[where]
-            key_columns = key_of.key_columns
-            columns = columns or table_columns
-            tx = change.statement.transaction
-            ref = ChangeRef(change.statement_id, change.change, tx.commit_time)
-            before_t = tx.commit_time <= at
-            for row in row_images(stream, found, schema=schema, fmt=fmt):
-                decoded += 1
-                incomplete += not row.complete
-                for key, kind, before, after_image in _split(row, key_of):
-                    state = page.get(key)
-                    if state is None:
-                        continue
-                    kref = ChangeRef(ref.statement_id, kind, ref.committed_at)
-                    if before_t:
-                        state.last = (after_image, kref, row.complete)
-                    elif state.first_after is None:
-                        state.first_after = (before, kref, row.complete)
-                if decoded >= MAX_DECODED:
+                mapped = maps[map_event.body] = _Map(named_table(table_map(map_event, fmt), schema), schema)
+            walk.columns = walk.columns or mapped.columns
+            walk.key_columns = mapped.key_of.key_columns
+            ref = ChangeRef(statement_id, kind, committed)
+            for position in positions:
+                event = read_event(stream, position, fmt)
+                if event.type not in ROWS_EVENTS:
+                    raise BinlogError(f"no rows event at {position}")
+                if not walk.event(event, fmt, mapped, ref, committed <= at):
                     stopped = True
                     break
             if stopped:
                 break
-    except (OSError, BinlogError) as e:
+    except (OSError, BinlogError, RowsError, TableMapError) as e:
         error = f"A binlog file cannot be read: {e}"
     finally:
         if opened is not None:
@@ -273,14 +272,98 @@ def table_at(
     return StatePage(
         rows=shown,
         next_cursor=encode_cursor(shown[-1].key) if more and shown else None,
-        decoded=decoded,
+        decoded=walk.decoded,
         stopped=stopped,
-        incomplete_images=incomplete,
+        incomplete_images=walk.incomplete,
         files=files,
-        key_columns=key_columns,
+        key_columns=walk.key_columns,
         error=error,
-        columns=columns,
+        columns=walk.columns,
     )
+
+
+ROWS_EVENTS = frozenset((23, 24, 25, 30, 31, 32, 39))
+
+
+class _Map:
+    """What a page needs of one table map: the table named, its columns, and its key."""
+
+    def __init__(self, named: TableDef, schema: TableSchema | None) -> None:
+        self.decoder = RowsDecoder(named)
+        self.names = [c.name or f"@{c.index + 1}" for c in named.columns]
+        self.columns = list(self.names)
+        self.key_of = _KeyOf(list(table_info(named, schema).primary_key))
+        # Key first only where the images' dicts hold the key under the key's names.
+        unique = len(set(self.names)) == len(self.names)
+        self.key = tuple(named.primary_key) if unique and self.key_of.key_columns else ()
+
+
+def _image(keyed: KeyedRows, names: list[str], at: int, after: bool) -> dict[str, Value] | None:
+    """A kept row's image whole, as `images.row_images` gives it (None: the event has none)."""
+    if at < 0:
+        return None
+    values, present = keyed.image(at, after)
+    return {n: v for n, v, here in zip(names, values, present, strict=True) if here}
+
+
+class _Walk:
+    """The row changes of a page, event by event, into the page (see `table_at`)."""
+
+    def __init__(self, page: _Page, at: datetime) -> None:
+        self.page, self.at = page, at
+        self.decoded = self.incomplete = 0
+        self.columns: list[str] = []
+        self.key_columns: list[str] = []
+
+    def event(self, event: Event, fmt: Format, mapped: _Map, ref: ChangeRef, before_t: bool) -> bool:
+        """Take in the rows of one rows event; False once MAX_DECODED rows are read."""
+        keyed = mapped.decoder.keyed(event, fmt, mapped.key)
+        if keyed is None:
+            return self._whole(event, fmt, mapped, ref, before_t)
+        complete, page, kind = keyed.complete, self.page, ref.change
+        for old, new, before_at, after_at in keyed:
+            self.decoded += 1
+            self.incomplete += not complete
+            # As `_split` does with whole images.
+            if kind == "update" and old is not None and new is not None:
+                old_key = tuple(map(_part, old))
+                new_key = old_key if old == new else tuple(map(_part, new))  # mostly the same key
+                if old_key == new_key:
+                    parts = [(old_key, before_at, after_at)]
+                else:  # the old key is gone, the new one appears
+                    parts = [(old_key, before_at, -1), (new_key, -1, after_at)]
+            else:
+                one = old if kind == "delete" else new
+                parts = [] if one is None else [(tuple(map(_part, one)), before_at, after_at)]
+            for key, b_at, a_at in parts:
+                state = page.get(key)
+                if state is None:
+                    continue
+                if before_t:
+                    state.last = (_image(keyed, mapped.names, a_at, True), ref, complete)
+                elif state.first_after is None:
+                    state.first_after = (_image(keyed, mapped.names, b_at, False), ref, complete)
+            if self.decoded >= MAX_DECODED:
+                return False
+        return True
+
+    def _whole(self, event: Event, fmt: Format, mapped: _Map, ref: ChangeRef, before_t: bool) -> bool:
+        """The rows of an event decoded whole (as `images.row_images` gives them)."""
+        for row in event_images(event, fmt, mapped.decoder, ref.change):
+            self.decoded += 1
+            self.incomplete += not row.complete
+            for key, kind, before, after_image in _split(row, mapped.key_of):
+                state = self.page.get(key)
+                if state is None:
+                    continue
+                kref = ChangeRef(ref.statement_id, kind, ref.committed_at)
+                if before_t:
+                    state.last = (after_image, kref, row.complete)
+                elif state.first_after is None:
+                    state.first_after = (before, kref, row.complete)
+            if self.decoded >= MAX_DECODED:
+                return False
+        return True
 
 
 class _KeyOf:

@@ -77,7 +77,7 @@ def largest_destructive(since: datetime | None, limit: int = 10) -> LargestOfPer
         if not chunk:
             break
         offset += len(chunk)
-        found = Event.objects.filter(pk__in=[pk for pk, _ in chunk], destructive=True).defer("raw")
+        found = Event.objects.filter(pk__in=[pk for pk, _ in chunk], destructive=True).defer("raw_inline")
         if since is not None:
             found = found.filter(occurred_at__gte=since)
         events = {e.pk: e for e in found}

@@ -28,7 +28,7 @@ from ingest.models import SourceFile
 
 CACHE = "binlog_rows"
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
-KEY_VERSION = 1  # bump when the rows' JSON changes shape
+KEY_VERSION = 2  # bump when the rows' JSON changes shape (2: partial JSON applied, notes, VECTOR)
 
 log = logging.getLogger(__name__)
 _quiet_until = 0.0

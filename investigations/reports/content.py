@@ -15,6 +15,7 @@ from typing import Any
 
 from django.db.models import F, Q
 
+from ingest.chunks import fill_raw
 from ingest.models import BinlogStatement, Event, Gap, IngestRun, SourceFile
 from investigations.models import Case, CaseNote, Evidence, Report, SavedFilter
 from investigations.query.binlog import (
@@ -123,6 +124,7 @@ def evidence_items(case: Case, chunk: int = CHUNK) -> Iterator[Item]:
             id__in=[p.event_id for p in batch]
         )
         by_id = {e.id: e for e in events}
+        fill_raw(by_id.values())  # (the reports show each one's raw bytes: each chunk read once)
         rows = _rows_of(list(by_id.values()))
         for pin in batch:
             number += 1

@@ -137,7 +137,7 @@ def table_at(request: HttpRequest) -> HttpResponse:
 def _shown_page(page: binlog_state.StatePage, request: HttpRequest) -> dict[str, object]:
     statements = binlog_state.statements_by_id({r.ref.statement_id for r in page.rows})
     event_ids = {s.event_id for s in statements.values() if s.event_id}
-    events = {e.pk: e for e in Event.objects.filter(pk__in=event_ids).defer("raw", "fingerprint")}
+    events = {e.pk: e for e in Event.objects.filter(pk__in=event_ids).defer("raw_inline", "fingerprint")}
     keys = set(page.key_columns)
     rows = []
     for r in page.rows:

@@ -47,8 +47,8 @@ def _recent_counts(now: datetime) -> list[dict[str, object]]:
 @vary_on_headers("HX-Request")
 def dashboard(request: HttpRequest) -> HttpResponse:
     """What needs a look: recent destructive and anti-forensic events, gaps, sources, ingests."""
-    newest = filter_events({"destructive": "true"}).qs.filter(occurred_at__isnull=False).defer("raw")
-    anti = filter_events({"flag": "anti_forensic"}).qs.filter(occurred_at__isnull=False).defer("raw")
+    newest = filter_events({"destructive": "true"}).qs.filter(occurred_at__isnull=False).defer("raw_inline")
+    anti = filter_events({"flag": "anti_forensic"}).qs.filter(occurred_at__isnull=False).defer("raw_inline")
     sources = [(s, source_health(s)) for s in Source.objects.order_by("name")]
     period = request.GET.get("period", "7d")
     period = period if period in PERIODS else "7d"

@@ -105,7 +105,7 @@ def _event_context(event: Event, rows_page: int = 1) -> dict[str, object]:
     # A record of many MiB is shown in part (SHOWN_MAX_BYTES); the page says so and links the whole.
     context["shown_raw"] = shown_part(shown_raw(event))
     context["raw_length"] = len(event.raw)
-    context["raw_cut"] = len(event.raw) > settings.SHOWN_MAX_BYTES
+    context["raw_cut"] = context["raw_length"] > settings.SHOWN_MAX_BYTES
     context["shown_sql"] = shown_part(event.sql)
     context["sql_cut"] = len(event.sql) > settings.SHOWN_MAX_BYTES
     context["shown_max"] = settings.SHOWN_MAX_BYTES

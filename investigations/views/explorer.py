@@ -88,7 +88,7 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
     found: dict[str, object] = {}
     if not flt.is_valid():
         return found
-    events = flt.qs.select_related("session").defer("raw", "fingerprint")
+    events = flt.qs.select_related("session").defer("raw_inline", "fingerprint")
     try:
         with time_limit(PAGE_MS):
             found["page"] = sorted_page(events, flt.sort_order, params.get("cursor"), PAGE_SIZE)

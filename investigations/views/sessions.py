@@ -93,7 +93,9 @@ def session_detail(request: HttpRequest, session_id: int) -> HttpResponse:
     """Every statement of one connection in log order, its transactions bracketed."""
     session = _get_session(request, session_id)
     trail.record(request, trail.Action.SESSION_VIEW, session=session.pk, server=session.server)
-    events = filter_events({}, Event.objects.filter(session_id=session.pk)).qs.defer("raw", "fingerprint")
+    events = filter_events({}, Event.objects.filter(session_id=session.pk)).qs.defer(
+        "raw_inline", "fingerprint"
+    )
     total, destructive = statement_counts([session.pk]).get(session.pk, (0, 0))
     try:
         page = oldest_first_page(events, request.GET.get("cursor"), STATEMENTS_PAGE)

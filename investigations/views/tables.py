@@ -52,7 +52,7 @@ def table_detail(request: HttpRequest, name: str) -> HttpResponse:
     page, error = None, None
     if flt.is_valid():
         try:
-            events = flt.qs.select_related("session").defer("raw", "fingerprint")
+            events = flt.qs.select_related("session").defer("raw_inline", "fingerprint")
             page = keyset_page(events, request.GET.get("cursor"), HISTORY_PAGE)
             mark_rows(page.items)
         except BadCursor as e:

@@ -43,10 +43,12 @@ def stored(server: str, path: Path | None = None) -> Counter[tuple[object, ...]]
         "destructive",
         "flags",
         "sql",
-        "raw",
+        "id",  # (its raw bytes, inline or in the file's chunks since issue 22: taken below)
         "line",
         "byte_offset",
     )
+    raw = {e.pk: e.raw for e in events}
+    rows = [(*row[:12], raw[row[12]], *row[13:]) for row in rows]
     return Counter(
         (
             *row[:8],
