@@ -51,7 +51,7 @@ try:
     from ingest.chunks import ContentWindow, pack
     from ingest.tail import FileLines
 except ImportError:  # a checkout before issue 22's chunks
-    ContentWindow = None  # type: ignore[assignment,misc]
+    ContentWindow = None  # type: ignore[assignment,misc]  # absent there
 
 
 def items(path: Path, stage: int, window: object = None) -> Iterator[object]:

@@ -13,6 +13,7 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
 
+from ingest.chunks import RawReader
 from ingest.mysql_table import PASSWORD_ENV_DEFAULT
 from ingest.parsers import AUTO, format_choices
 from ingest.textsafe import CheckpointDecoder, CheckpointEncoder, storable
@@ -377,8 +378,6 @@ class Event(models.Model):
             if self.raw_inline is not None:
                 cached = bytes(self.raw_inline)
             else:
-                from ingest.chunks import RawReader
-
                 cached = RawReader().read(self.source_file_id, self.byte_offset, self.raw_length or 0)
             self.__dict__["_raw"] = cached
         return cached

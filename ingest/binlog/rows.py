@@ -526,19 +526,19 @@ class RowsDecoder:
                 for i in json_columns:
                     document = before[i]
                     if first.present[i] and document is not None:
-                        before[i] = _mysql_json(document)  # type: ignore[arg-type]
+                        before[i] = _mysql_json(document)  # type: ignore[arg-type]  # a JSON column's bytes
                     if i in partial and after[i] is not None:  # (NULL after: no diff to read)
                         column = table.columns[i].name or f"@{i + 1}"
                         if not first.present[i]:
                             lacking = "the before image lacks the document (binlog_row_image=MINIMAL)"
                         else:
                             lacking = "the document was NULL before" if document is None else ""
-                        after[i], note = _applied(document, after[i], column, lacking)  # type: ignore[arg-type]
+                        after[i], note = _applied(document, after[i], column, lacking)  # type: ignore[arg-type]  # JSON bytes
                         if note:
                             in_after[i] = False
                             notes.append(note)
                     elif second.present[i] and after[i] is not None:
-                        after[i] = _mysql_json(after[i])  # type: ignore[arg-type]
+                        after[i] = _mysql_json(after[i])  # type: ignore[arg-type]  # a JSON column's bytes
                 yield before, after, first.present, tuple(in_after), "; ".join(notes)[:2000]
         except (IndexError, struct.error):
             raise RowsError(f"a row of the rows event at {event.position} runs past its end") from None
@@ -851,7 +851,7 @@ def _compile_key(
     result = "(" + "".join(v + ", " for v in values) + ")"
     source = "def read(b, at):\n" + "\n".join([*lines, f"    return {result}, at + {fixed}"]) + "\n"
     exec(source, scope)  # integers only
-    return scope["read"]  # type: ignore[no-any-return]
+    return scope["read"]  # type: ignore[no-any-return]  # the function exec just defined
 
 
 def _value(b: bytes, at: int, c: ColumnDef) -> tuple[Value, int]:

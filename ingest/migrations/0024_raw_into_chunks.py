@@ -4,13 +4,13 @@ from django.db import migrations
 
 
 def forwards(apps, schema_editor):
-    from ingest.chunks import move_inline_raw
+    from ingest.raw_migration import move_inline_raw
 
     move_inline_raw()
 
 
 def backwards(apps, schema_editor):
-    from ingest.chunks import restore_inline_raw
+    from ingest.raw_migration import restore_inline_raw
 
     restore_inline_raw()
 

@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from ingest.chunks import MissingBytes
 from ingest.custody import link_of_event
 from ingest.models import Event
 from investigations import trail
@@ -94,6 +95,11 @@ def _event_for_page(event_id: int) -> Event:
 def _event_context(event: Event, rows_page: int = 1) -> dict[str, object]:
     before, after = session_context(event, SESSION_CONTEXT)
     context: dict[str, object] = {"event": event, "before": before, "after": after}
+    try:
+        event.raw  # noqa: B018  (read once here: the page says so when the store lost them)
+    except MissingBytes as e:
+        context["raw_missing"] = str(e)
+        event.__dict__["_raw"] = b""  # for this page only, whose raw section says they are gone
     context["binlog"] = rows_shown(event, rows_page)
     context["oracle"] = oracle_facts(event)
     context["context_size"] = SESSION_CONTEXT

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
-from ingest import chunks
+from ingest import chunks, raw_migration
 from ingest.chunks import ContentWindow, unpack
 from ingest.custody import adopt_stored_events
 from ingest.follow import ingest_source
@@ -201,6 +201,19 @@ def test_verify_finds_a_deleted_chunk(tmp_path: Path) -> None:
     assert "its raw bytes are gone from the store" in out
 
 
+@pytest.mark.django_db
+def test_the_event_page_says_when_the_store_lost_an_events_bytes(tmp_path: Path, client, viewer) -> None:
+    path = ingest(tmp_path, HOSTILE)
+    event = Event.objects.get(source_file__path=str(path), sql__startswith="SELECT 'a")
+    RawChunk.objects.filter(source_file=event.source_file).delete()
+    client.force_login(viewer)
+    response = client.get(f"/events/{event.pk}/")
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'id="raw-missing"' in page and f"no chunk of source file #{event.source_file_id} holds" in page
+    assert 'id="h-statement"' in page and "SELECT &#x27;a" in page  # the rest of the page is there
+
+
 # -- migration 0024 on a store made before it ----------------------------------------------------------
 
 
@@ -247,7 +260,7 @@ def test_migration_moves_an_old_stores_raw_bytes_into_chunks_and_it_still_verifi
 
 
 def test_the_migration_keeps_inline_the_bytes_it_cannot_place() -> None:
-    runs = chunks._Runs()
+    runs = raw_migration._Runs()
     assert runs.place(10, b"abc\n") and runs.place(14, b"def\n")
     assert runs.place(14, b"def")  # the same bytes again (a record's second statement): in place
     assert not runs.place(14, b"xyz")  # other bytes over them: kept inline
