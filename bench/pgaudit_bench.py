@@ -218,7 +218,9 @@ def stages(path: Path, runs: int) -> None:
     from ingest.normalize import GapFinder, SessionTracker, classifier_for
     from ingest.parsers import by_name
     from ingest.parsers.records import Hints
+    from ingest.postgres import clear_cache as clear_postgres_cache
     from ingest.rows import RowFormatter
+    from ingest.sql import clear_cache as clear_sql_cache
     from ingest.tail import open_log
 
     print("| stage (cumulative) | CPU us an event |")
@@ -226,6 +228,8 @@ def stages(path: Path, runs: int) -> None:
     for stage, name in enumerate(("parse", "+ sessions", "+ classification, gaps", "+ COPY formatting")):
         best, count = float("inf"), 0
         for _ in range(runs):
+            clear_sql_cache()  # (each run works out its statements' verdicts afresh)
+            clear_postgres_cache()
             started = time.process_time()
             tracker = SessionTracker("bench", ZoneInfo("UTC"), dialect="postgres")
             items: Any = by_name("pgaudit-csv").parse(open_log(path).lines, hints=Hints())

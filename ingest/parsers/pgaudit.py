@@ -536,14 +536,16 @@ def _statement(pending: _Pending) -> LogRecord:
     """One Query record of a statement's pgAudit entries (and its ERROR)."""
     first, entries, error = pending.first, pending.entries, pending.error
     e0 = entries[0]
+    single = len(entries) == 1  # (most statements: the one entry's fields as they are)
     if error is not None and error.statement:
         top = error.statement
+    elif single:
+        top = e0.statement or ""
     else:
         top = next((e.statement for e in entries if e.statement), "")
-    lines = pending.lines
     record = _record(first, "Query", top.encode("utf-8", "surrogatepass"), status=None)
     extra = record.extra
-    if len(entries) == 1:  # (most statements: one entry, the fields as they are)
+    if single:
         record.objects = (e0.object_name,) if e0.object_name else ()
         extra["audit_type"] = e0.audit_type
         extra["statement_id"] = str(e0.statement_id)
@@ -555,13 +557,14 @@ def _statement(pending: _Pending) -> LogRecord:
         extra["classes"] = ",".join(dict.fromkeys(e.cls for e in entries))
     record.rows_affected = e0.rows
     extra["commands"] = _commands_json(entries)
-    subs: dict[str, str] = {}
-    for e in entries:
-        if e.statement and e.statement != top:
-            subs.setdefault(str(e.substatement_id), e.statement)
-    if subs:
-        extra["substatements"] = json.dumps(subs, ensure_ascii=False)
-    given = next((e.parameter for e in entries if e.parameter is not None), None)
+    if not single or (e0.statement and e0.statement != top):
+        subs: dict[str, str] = {}
+        for e in entries:
+            if e.statement and e.statement != top:
+                subs.setdefault(str(e.substatement_id), e.statement)
+        if subs:
+            extra["substatements"] = json.dumps(subs, ensure_ascii=False)
+    given = e0.parameter if single else next((e.parameter for e in entries if e.parameter is not None), None)
     if given is not None:
         extra["parameters"] = json.dumps(parameters(given), ensure_ascii=False)
     if error is not None:
@@ -571,6 +574,7 @@ def _statement(pending: _Pending) -> LogRecord:
             extra["error_detail"] = error.detail
     else:
         record.status = "ok"
+    lines = pending.lines
     if len(lines) > 1:
         record.raw = b"".join(line.raw for line in lines)
         offsets = [(line.offset, len(line.raw)) for line in lines]

@@ -1,4 +1,5 @@
-"""The pgAudit parser's fast paths read what the slow ones read (issue 23)."""
+"""The pgAudit path's fast paths (issue 23) read what the slow ones read: the parser's split of
+AUDIT messages, the plain shape of a statement, the verdicts and fingerprints kept by it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ import csv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ingest.dialects import postgres as rules
+from ingest.dialects.postgres import masked_shape, plain_shape, shape
 from ingest.parsers.pgaudit import _split_entry, parse_entry
+from ingest.postgres import _judged, clear_cache
+from ingest.sql import fingerprint
 
 # AUDIT messages are built of these: field separators, quotes, line ends and ordinary text.
 _PIECES = st.sampled_from(
@@ -62,3 +67,63 @@ def test_it_splits_the_usual_entries_without_the_csv_module() -> None:
         "INSERT INTO h (tid, bid) VALUES (16, 2);",
         None,
     )
+
+
+# Statement texts of the kinds a log holds, plain or not: numbers, strings, names, comments.
+_SQL_PIECES = st.sampled_from(
+    ["UPDATE", " ", "  ", "\n", "\t", "t", "t1", "shop.orders", "=", "1", "42", "1.5", "2e3", ".5", "0x1F",
+     "'a'", "'b c'", "''", "'", "E'x'", "e'y'", '"Name"', "$$z$$", "$1", "--c\n", "/*d*/", "#", "\\",
+     ",", "(", ")", ";", "-", "é", "\u00a0", "\x1c", "NULL", "IN", "VALUES"]
+)  # fmt: skip
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_SQL_PIECES, max_size=25).map("".join))
+def test_the_plain_shape_is_the_shape(sql: str) -> None:
+    plain = plain_shape(sql)
+    if plain is not None:
+        assert plain == masked_shape(sql)
+    assert shape(sql) == masked_shape(sql)
+
+
+# Literals that can stand in each other's place in a plain text.
+_LITERALS = st.sampled_from(["1", "42", "3.25", "7e2", "'x'", "'a b'", "'it is'", "' '", "'9'"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["UPDATE t SET a =", " WHERE b IN (", ",", ") AND c =", " ", "\n", "NULL"]),
+             min_size=1, max_size=8),
+    st.lists(_LITERALS, min_size=8, max_size=8),
+    st.lists(_LITERALS, min_size=8, max_size=8),
+)  # fmt: skip
+def test_statements_of_one_plain_shape_share_verdict_and_fingerprint(
+    parts: list[str], one: list[str], other: list[str]
+) -> None:
+    first = "".join(p + " " + v for p, v in zip(parts, one, strict=False))
+    second = "".join(p + " " + v for p, v in zip(parts, other, strict=False))
+    if plain_shape(first) is None or plain_shape(first) != plain_shape(second):
+        return
+    assert fingerprint(first) == fingerprint(second)
+    extra = {"commands": '[[1, "WRITE", "UPDATE", "TABLE", "t", null]]'}
+    clear_cache()
+    _judged(first, extra)
+    judged = _judged(second, extra)
+    # What the rules' own cache (by shape, since before issue 23) answers in the same order.
+    rules.clear_cache()
+    rules.classify(first, ("UPDATE",))
+    assert judged[0] == rules.classify(second, ("UPDATE",))
+    assert judged[2] == fingerprint(second)
+
+
+def test_it_classifies_a_statement_from_the_cache_as_afresh() -> None:
+    clear_cache()
+    extra = {"commands": '[[1, "WRITE", "UPDATE", "", "", null]]'}
+    sql = "UPDATE pgbench_tellers SET tbalance = tbalance + -158 WHERE tid = 7;"
+    afresh = _judged(sql, extra)
+    again = _judged(sql.replace("158", "9").replace("7;", "12;"), extra)
+    clear_cache()
+    assert afresh == again == _judged(sql.replace("158", "9").replace("7;", "12;"), extra)
+    verdict, tables, fingerprint_ = afresh
+    assert (verdict.statement_type, verdict.destructive, tables) == ("UPDATE", True, ("pgbench_tellers",))
+    assert fingerprint_ == "update pgbench_tellers set tbalance = tbalance + -? where tid = ?"
