@@ -37,6 +37,7 @@ and PostgreSQL run side by side on separate cores). Writes bench/out/pgaudit.jso
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -216,7 +217,7 @@ def stages(path: Path, runs: int) -> None:
 
     from ingest.events import EventRecord
     from ingest.normalize import GapFinder, SessionTracker, classifier_for
-    from ingest.parsers import by_name
+    from ingest.parsers import by_name, open_parser
     from ingest.parsers.records import Hints
     from ingest.postgres import clear_cache as clear_postgres_cache
     from ingest.rows import RowFormatter
@@ -232,7 +233,9 @@ def stages(path: Path, runs: int) -> None:
             clear_postgres_cache()
             started = time.process_time()
             tracker = SessionTracker("bench", ZoneInfo("UTC"), dialect="postgres")
-            items: Any = by_name("pgaudit-csv").parse(open_log(path).lines, hints=Hints())
+            # The parser as the ingest opens it (its resumable form), fed and finished.
+            parser = open_parser(by_name("pgaudit-csv"), hints=Hints())
+            items: Any = itertools.chain(parser.feed(open_log(path).lines), parser.finish())
             if stage >= 1:
                 items = tracker.process(items)
             if stage >= 2:

@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 from ingest.parsers.digits import ISO, fraction
 from ingest.parsers.records import (
@@ -191,6 +192,8 @@ _TIME_RE = re.compile(
     re.X,
 )
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z", "UCT", "Etc/UTC"})
+# The last csvlog/jsonlog time read and its value: [text, datetime] (immutable, so shared).
+_last_time: list[Any] = ["", None]
 
 
 def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
@@ -199,6 +202,8 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
     when the text is no time."""
     if not text:
         return None, None
+    if text == _last_time[0]:  # (records of the same millisecond: one object, made once)
+        return _last_time[1], None
     if (
         len(text) == 27
         and text.endswith(" UTC")
@@ -209,9 +214,12 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
         # csvlog's and jsonlog's `2024-05-01 10:00:00.123 UTC` (%m with log_timezone UTC): most
         # lines of most logs, read without the pattern.
         try:
-            return datetime.fromisoformat(text[:23]).replace(tzinfo=UTC), None
+            when = datetime.fromisoformat(text[:23]).replace(tzinfo=UTC)
         except ValueError:
             pass  # the pattern below says
+        else:
+            _last_time[:] = [text, when]
+            return when, None
     m = _TIME_RE.match(text.strip())
     if m is None:
         return None, None
@@ -243,6 +251,21 @@ def session_number(session: str | None) -> int | None:
     """
     if not session or "." not in session or len(session) > 24:
         return None
+    known = _SESSION_NUMBERS.get(session)
+    if known is not None:
+        return known
+    number = _session_number(session)
+    if number is not None:
+        if len(_SESSION_NUMBERS) >= 10_000:
+            _SESSION_NUMBERS.clear()
+        _SESSION_NUMBERS[session] = number
+    return number
+
+
+_SESSION_NUMBERS: dict[str, int] = {}  # (a session writes many lines: each id read once)
+
+
+def _session_number(session: str) -> int | None:
     start, _, pid = session.partition(".")
     try:
         start_n, pid_n = int(start, 16), int(pid, 16)
@@ -310,6 +333,9 @@ def _extra(line: ServerLine) -> dict[str, str]:
     return extra
 
 
+_REACH_KEPT = 1024  # entries of Assembler.reach before those that can no longer matter go
+
+
 class Assembler:
     """Server lines in, records out, in the order of their first byte (see the module docstring).
 
@@ -328,6 +354,7 @@ class Assembler:
         # end of their last line). A resume point must not fall inside one (see Resumer).
         self.reach: list[tuple[int, int, int]] = []
         self.keep_reach = False  # a Resumer's: a one-shot read never asks, and must not hold them
+        self.reach_limit = _REACH_KEPT
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
         for line in lines:
@@ -366,6 +393,13 @@ class Assembler:
             ):
                 last = head.lines[-1]
                 self.reach.append((offset, head.first.line, last.offset + len(last.raw)))
+                if len(self.reach) > self.reach_limit:
+                    # No later resume point comes before this record's first byte (records
+                    # leave in order of it, and the lines fed go on past it): those that end
+                    # before it can go. Bounded in a one-shot read too, which asks for no point
+                    # until its end.
+                    self.reach = [r for r in self.reach if r[2] > offset]
+                    self.reach_limit = max(_REACH_KEPT, 2 * len(self.reach))
             yield head.item
 
     def _take(self, line: ServerLine) -> None:
@@ -615,7 +649,7 @@ class Resumer:
         self.assembler = Assembler()
         self.assembler.keep_reach = True
         self.start = (start_offset, start_line)
-        self.end = (start_offset, start_line)  # after the last message given to the assembler
+        self.last: ServerLine | Problem | None = None  # the last message given to the assembler
         self.read_to: tuple[int, int] | None = None  # after every line fed, once finished
         self.held: list[ServerLine | Problem] = []
 
@@ -631,7 +665,7 @@ class Resumer:
                 if ended[0]:  # flushed by the end of the lines: maybe not complete yet
                     self.held.append(message)
                     continue
-                self.end = _after(message)
+                self.last = message  # (where it ends is worked out only when asked: resume_point)
                 yield message
 
         yield from checked_integers(self.assembler.feed(taken()))
@@ -646,7 +680,7 @@ class Resumer:
         assembler = self.assembler
         if self.read_to is not None and not assembler.queue:
             return ParsePoint(*self.read_to, None)
-        offset, line = self.end
+        offset, line = self.start if self.last is None else _after(self.last)
         if assembler.queue:  # in order of first byte: the first is the earliest
             pending = assembler.queue[0]
             if pending.first.offset < offset:

@@ -4,13 +4,18 @@ AUDIT messages, the plain shape of a statement, the verdicts and fingerprints ke
 from __future__ import annotations
 
 import csv
+import io
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ingest.dialects import postgres as rules
 from ingest.dialects.postgres import masked_shape, plain_shape, shape
+from ingest.parsers import pgaudit, pgaudit_csv
 from ingest.parsers.pgaudit import _split_entry, parse_entry
+from ingest.parsers.records import LogRecord
 from ingest.postgres import _judged, clear_cache
 from ingest.sql import fingerprint
 
@@ -127,3 +132,29 @@ def test_it_classifies_a_statement_from_the_cache_as_afresh() -> None:
     verdict, tables, fingerprint_ = afresh
     assert (verdict.statement_type, verdict.destructive, tables) == ("UPDATE", True, ("pgbench_tellers",))
     assert fingerprint_ == "update pgbench_tellers set tbalance = tbalance + -? where tid = ?"
+
+
+def test_a_one_shot_read_keeps_few_interrupted_records_however_long_the_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The resumable parser (what `manage.py ingest` reads with) notes the records whose lines
+    others interrupt for its resume points; a read that asks for none until its end must not
+    keep every one (memory flat in the log's size), and yields what parse() yields."""
+    scene = Path(__file__).resolve().parents[1] / "fixtures" / "pgaudit_scene"
+    path = next(p for p in sorted(scene.iterdir()) if p.name.endswith("-1.csv"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    sub1 = next(n for n, line in enumerate(lines) if b"AUDIT: SESSION,9,1,WRITE,INSERT" in line)
+    login = next(n for n, line in enumerate(lines) if b"connection authorized: user=bob" in line)
+    lines.insert(sub1 + 1, lines.pop(login))  # bob's login inside alice's statement (interleaved)
+    copies = 120
+    data = b"".join(lines) * copies
+    monkeypatch.setattr(pgaudit, "_REACH_KEPT", 8)  # (1024 in use: a smaller log shows it here)
+    resumer = pgaudit_csv.resumable()
+    fed = list(resumer.feed(io.BytesIO(data)))
+    items = fed + list(resumer.finish())
+    assert len(resumer.assembler.reach) <= 16 < copies
+    assert [(i.offset, i.raw) for i in items] == [
+        (i.offset, i.raw) for i in pgaudit_csv.parse(io.BytesIO(data))
+    ]
+    interrupted = [i for i in items if isinstance(i, LogRecord) and "parts" in i.extra]
+    assert len(interrupted) == copies
