@@ -26,8 +26,10 @@ times, each in a fresh child process, and the minimum is kept:
   /proc/<pid>/stat: the server is on this machine); wall; peak resident memory of each process.
 
 `--stages`: the parsing side alone (what the forked child does, no database) on a file of --mb
-MB, four times, each one stage further: parse; + sessions; + classification, transactions and
-gaps; + COPY formatting. CPU microseconds an event, the minimum of --runs.
+MB of each workload, four times, each one stage further: parse (the parser as the ingest opens
+it: its resumable form); + sessions; + classification, transactions and gaps; + COPY
+formatting. CPU microseconds an event, the minimum of --runs, each run with every cache of
+verdicts emptied first.
 
 The machine is shared: wall time is what the others leave, CPU seconds are the figures to
 trust. Events/s "by CPU" is events over the busiest process's CPU seconds (the two processes
