@@ -357,13 +357,16 @@ class Assembler:
         self.reach_limit = _REACH_KEPT
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
+        queue = self.queue
         for line in lines:
             self.count += 1
             if isinstance(line, Problem):
                 self._push(_Pending(_line_of(line), item=line, seen_at=self.count))
             else:
                 self._take(line)
-            yield from self._ready()
+            # (Most lines leave the head waiting for its session: no generator made for them.)
+            if queue and (queue[0].item is not None or self.count - queue[0].seen_at > MAX_WAIT_LINES):
+                yield from self._ready()
 
     def finish(self) -> Iterator[Item]:
         for session in list(self.open):
@@ -555,7 +558,15 @@ _COMMANDS_JSON_MAX = 10_000
 
 
 def _commands_json(entries: list[Entry]) -> str:
-    key = tuple((e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows) for e in entries)
+    if len(entries) == 1:
+        e = entries[0]
+        key: tuple[tuple[object, ...], ...] = (
+            (e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows),
+        )
+    else:
+        key = tuple(
+            (e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows) for e in entries
+        )
     text = _COMMANDS_JSON.get(key)
     if text is None:
         text = json.dumps([list(k) for k in key], ensure_ascii=False)
