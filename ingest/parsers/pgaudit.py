@@ -138,6 +138,10 @@ def parse_entry(message: str) -> Entry | None:
     )
 
 
+# A quoted CSV field from its opening quote (possessive: linear, in C, however many quotes).
+_QUOTED_FIELD_RE = re.compile(r'"(?:[^"]|"")*+"')
+
+
 def _split_entry(body: str) -> list[str] | None:
     """The CSV fields of an AUDIT message by str methods, for the forms pgAudit writes nearly
     always: seven plain fields, then the statement plain or in one pair of quotes, then plain
@@ -153,15 +157,16 @@ def _split_entry(body: str) -> list[str] | None:
         if '"' in rest or "\n" in rest or "\r" in rest:
             return None
         return head + rest.split(",")
-    # The statement, quoted: to its closing quote (a doubled quote is one quote); linear.
-    at = 1
-    while True:
-        end = rest.find('"', at)
+    # The statement, quoted: to its closing quote (a doubled quote is one quote).
+    if '""' not in rest:
+        end = rest.find('"', 1)
         if end < 0:
             return None
-        if rest[end + 1 : end + 2] != '"':
-            break
-        at = end + 2
+    else:
+        m = _QUOTED_FIELD_RE.match(rest)
+        if m is None:
+            return None
+        end = m.end() - 1
     after = rest[end + 1 :]
     if after and (after[0] != "," or '"' in after or "\n" in after or "\r" in after):
         return None
