@@ -1,13 +1,22 @@
 """Benchmark: pgAudit csvlog, the parser alone and `manage.py ingest` end to end, at 50 and 100 MB.
 
-    .venv/bin/python bench/pgaudit_bench.py [--mb 100] [--runs 3] [--no-ingest]
-    .venv/bin/python bench/pgaudit_bench.py --stages [--mb 5]
+    .venv/bin/python bench/pgaudit_bench.py [--mb 100] [--runs 3] [--workload pgbench|scene|both]
+    .venv/bin/python bench/pgaudit_bench.py --stages [--mb 5] [--workload ...]
 
-The traffic is real: the csvlog of tests/fixtures/pgaudit_scene (a private PostgreSQL 15 with
-pgAudit 1.7), its session ids renumbered per copy (so that each copy's sessions are new ones,
-as on a server) and repeated until the file holds --mb MB (and half that), written to
-bench/out/. For each file, each measure is taken --runs times, each in a fresh child process,
-and the minimum is kept:
+Two workloads, both real traffic of a private PostgreSQL 15 with pgAudit 1.7:
+
+- `pgbench`, the usual case: a cluster set as an operator would (`pgaudit.log = 'write, ddl'`,
+  log_connections, log_disconnections, csvlog) under pgbench (scale 2: 8 clients as postgres,
+  2 reconnecting for every transaction as alice, 4 on the simple-update script as bob, in
+  turn) until its csvlog holds --mb MB. Made once and cached as bench/out/pgaudit-pgbench.csv
+  (delete it to make it again); the smaller file is its head, cut at a record's end.
+- `scene`, the adversarial case: the csvlog of tests/fixtures/pgaudit_scene, dense in what
+  costs (three logging-off gaps and a restart every 72 events), its session ids renumbered per
+  copy (so that each copy's sessions are new ones, as on a server) and repeated until the file
+  holds --mb MB (and half that).
+
+Files are written to bench/out/ (gitignored). For each file, each measure is taken --runs
+times, each in a fresh child process, and the minimum is kept:
 
 - parser alone (ingest.parsers.pgaudit_csv, no Django, no database): CPU seconds and wall;
 - the full ingest (`manage.py ingest --format pgaudit-csv` into a scratch PostgreSQL database,
@@ -17,8 +26,10 @@ and the minimum is kept:
   /proc/<pid>/stat: the server is on this machine); wall; peak resident memory of each process.
 
 `--stages`: the parsing side alone (what the forked child does, no database) on a file of --mb
-MB, four times, each one stage further: parse; + sessions; + classification, transactions and
-gaps; + COPY formatting. CPU microseconds an event, the minimum of --runs.
+MB of each workload, four times, each one stage further: parse (the parser as the ingest opens
+it: its resumable form); + sessions; + classification, transactions and gaps; + COPY
+formatting. CPU microseconds an event, the minimum of --runs, each run with every cache of
+verdicts emptied first.
 
 The machine is shared: wall time is what the others leave, CPU seconds are the figures to
 trust. Events/s "by CPU" is events over the busiest process's CPU seconds (the two processes
@@ -28,6 +39,7 @@ and PostgreSQL run side by side on separate cores). Writes bench/out/pgaudit.jso
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -62,6 +74,73 @@ def make(path: Path, megabytes: int) -> int:
             )
             f.write(shifted)
             size += len(shifted)
+    return size
+
+
+# The usual case: a private PostgreSQL 15 with pgAudit as an operator would set it, under pgbench.
+PGBENCH_CONFIG: dict[str, str | None] = {
+    "pgaudit.log": "'write, ddl'",
+    "pgaudit.log_parameter": None,  # (the defaults: off)
+    "pgaudit.log_rows": None,
+    "pgaudit.log_relation": None,
+    "log_destination": "'csvlog'",
+}
+# Who runs what: (user, pgbench arguments). alice reconnects for every transaction (a login and
+# a logout each), bob runs pgbench's simple-update script.
+_PGBENCH_ROUNDS = (
+    ("postgres", ("-c", "8", "-j", "2", "-T", "20")),
+    ("alice", ("-c", "2", "-C", "-T", "5")),
+    ("bob", ("-c", "4", "-b", "simple-update", "-T", "10")),
+)
+
+
+def make_pgbench(path: Path, megabytes: int) -> int:
+    """The csvlog of a private PostgreSQL 15 cluster with pgAudit (`pgaudit.log = 'write, ddl'`,
+    log_connections and log_disconnections) under pgbench (scale 2; the rounds above, again
+    and again) until it holds `megabytes` MB; cached at `path` (made once, then reused)."""
+    if path.exists() and path.stat().st_size >= megabytes << 20:
+        return path.stat().st_size
+    import tempfile
+
+    from tests.fixtures.pgaudit_scene.regenerate import BINDIR, cluster, missing
+
+    why = missing()
+    if why:
+        raise SystemExit(f"cannot make the pgbench workload: {why}")
+    with tempfile.TemporaryDirectory(prefix="auditweb-pgbench-") as keep:
+        with cluster(Path(keep), PGBENCH_CONFIG) as c:
+            with c.connect(database="shop") as conn:
+                conn.execute("CREATE ROLE alice LOGIN")
+                conn.execute("CREATE ROLE bob LOGIN")
+            base = [str(BINDIR / "pgbench"), "-h", "127.0.0.1", "-p", str(c.port), "-n"]
+            subprocess.run(
+                [*base[:-1], "-U", "postgres", "-i", "-s", "2", "shop"], check=True, capture_output=True
+            )
+            with c.connect(database="shop") as conn:
+                conn.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO alice, bob")
+
+            def size() -> int:
+                return sum(p.stat().st_size for p in (c.data / "log").glob("*.csv"))
+
+            while size() < megabytes << 20:
+                for user, arguments in _PGBENCH_ROUNDS:
+                    subprocess.run([*base, "-U", user, *arguments, "shop"], check=True, capture_output=True)
+        logs = sorted(Path(keep).glob("*.csv"))
+        path.write_bytes(b"".join(p.read_bytes() for p in logs))
+    return path.stat().st_size
+
+
+def head_of(source: Path, path: Path, megabytes: int) -> int:
+    """The first whole csvlog records of `source` up to `megabytes` MB, written to `path`."""
+    from ingest.parsers.records import csv_records
+
+    size = 0
+    with source.open("rb") as f, path.open("wb") as out:
+        for _, _, raw, _ in csv_records(f, 0, 1, 1 << 30):
+            if size + len(raw) > megabytes << 20:
+                break
+            out.write(raw)
+            size += len(raw)
     return size
 
 
@@ -140,9 +219,11 @@ def stages(path: Path, runs: int) -> None:
 
     from ingest.events import EventRecord
     from ingest.normalize import GapFinder, SessionTracker, classifier_for
-    from ingest.parsers import by_name
+    from ingest.parsers import by_name, open_parser
     from ingest.parsers.records import Hints
+    from ingest.postgres import clear_cache as clear_postgres_cache
     from ingest.rows import RowFormatter
+    from ingest.sql import clear_cache as clear_sql_cache
     from ingest.tail import open_log
 
     print("| stage (cumulative) | CPU us an event |")
@@ -150,9 +231,13 @@ def stages(path: Path, runs: int) -> None:
     for stage, name in enumerate(("parse", "+ sessions", "+ classification, gaps", "+ COPY formatting")):
         best, count = float("inf"), 0
         for _ in range(runs):
+            clear_sql_cache()  # (each run works out its statements' verdicts afresh)
+            clear_postgres_cache()
             started = time.process_time()
             tracker = SessionTracker("bench", ZoneInfo("UTC"), dialect="postgres")
-            items: Any = by_name("pgaudit-csv").parse(open_log(path).lines, hints=Hints())
+            # The parser as the ingest opens it (its resumable form), fed and finished.
+            parser = open_parser(by_name("pgaudit-csv"), hints=Hints())
+            items: Any = itertools.chain(parser.feed(open_log(path).lines), parser.finish())
             if stage >= 1:
                 items = tracker.process(items)
             if stage >= 2:
@@ -188,6 +273,18 @@ def _child(kind: str, path: Path, env: dict[str, str] | None = None) -> dict[str
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def _ingest_once(path: Path) -> dict[str, object]:
+    """One `manage.py ingest` of `path` into a fresh, migrated scratch database."""
+    db = f"auditweb_pgbench_{os.getpid()}"
+    _psql(f"{PG}/postgres", f'CREATE DATABASE "{db}"')
+    env = dict(os.environ, DATABASE_URL=f"{PG}/{db}", SECRET_KEY="bench", DEBUG="0")
+    try:
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True)
+        return _child("ingest", path, env)
+    finally:
+        _psql(f"{PG}/postgres", f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
 def best(runs: list[dict[str, object]]) -> dict[str, object]:
     """The minimum of each figure over the runs (each measure its own minimum)."""
     return {k: (min(r[k] for r in runs) if isinstance(runs[0][k], float) else runs[0][k]) for k in runs[0]}  # type: ignore[type-var]  # the figures are floats
@@ -208,10 +305,27 @@ def machine() -> dict[str, object]:
     }
 
 
+def workload_file(workload: str, megabytes: int) -> Path:
+    """The csvlog of `workload` at `megabytes` MB: the scene repeated (written each time), or the
+    head of the cached pgbench log (made once, at the largest size asked for so far)."""
+    path = OUT / f"pgaudit-{workload}-{megabytes}mb.csv"
+    if workload == "scene":
+        make(path, megabytes)
+        return path
+    cached = OUT / "pgaudit-pgbench.csv"
+    make_pgbench(cached, megabytes)
+    head_of(cached, path, megabytes)
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--workload", choices=("pgbench", "scene", "both"), default="both",
+        help="pgbench: real traffic (the usual case); scene: the crime scene repeated (adversarial)",
+    )  # fmt: skip
     parser.add_argument("--no-ingest", action="store_true", help="the parser alone")
     parser.add_argument("--stages", action="store_true", help="the parsing side's stages, CPU us an event")
     parser.add_argument("--parse-child")
@@ -224,54 +338,52 @@ def main() -> int:
         print(json.dumps(ingest_child(args.ingest_child)))
         return 0
     OUT.mkdir(parents=True, exist_ok=True)
+    workloads = ("pgbench", "scene") if args.workload == "both" else (args.workload,)
     if args.stages:
-        path = OUT / f"pgaudit-stages-{args.mb}mb.csv"
-        make(path, args.mb)
-        stages(path, args.runs)
-        path.unlink()
+        for workload in workloads:
+            path = workload_file(workload, args.mb)
+            print(f"{workload}, {path.stat().st_size / (1 << 20):.1f} MB:")
+            stages(path, args.runs)
+            path.unlink()
+        print(json.dumps(machine()))
         return 0
     results = []
-    for mb in (args.mb // 2, args.mb):
-        path = OUT / f"pgaudit-{mb}mb.csv"
-        size = make(path, mb)
-        result: dict[str, object] = {"mb": round(size / (1 << 20), 1)}
-        result["parser"] = best([_child("parse", path) for _ in range(args.runs)])
-        if not args.no_ingest:
-            runs = []
-            for _ in range(args.runs):
-                db = f"auditweb_pgbench_{os.getpid()}"
-                _psql(f"{PG}/postgres", f'CREATE DATABASE "{db}"')
-                env = dict(os.environ, DATABASE_URL=f"{PG}/{db}", SECRET_KEY="bench", DEBUG="0")
-                try:
-                    subprocess.run(
-                        [sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO, env=env, check=True
-                    )
-                    runs.append(_child("ingest", path, env))
-                finally:
-                    _psql(f"{PG}/postgres", f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-            result["ingest"] = best(runs)
-        results.append(result)
-        path.unlink()
-        print(json.dumps(result), flush=True)
+    for workload in workloads:
+        for mb in (args.mb // 2, args.mb):
+            path = workload_file(workload, mb)
+            size = path.stat().st_size
+            result: dict[str, object] = {"workload": workload, "mb": round(size / (1 << 20), 1)}
+            result["parser"] = best([_child("parse", path) for _ in range(args.runs)])
+            if not args.no_ingest:
+                result["ingest"] = best([_ingest_once(path) for _ in range(args.runs)])
+            results.append(result)
+            path.unlink()
+            print(json.dumps(result), flush=True)
     print(json.dumps(machine()))
-    print("| file MB | events | parser alone: CPU s (events/s) | peak MiB |")
-    print("| --- | --- | --- | --- |")
+    print("| workload | file MB | events | parser alone: CPU s (events/s) | peak MiB |")
+    print("| --- | --- | --- | --- | --- |")
     for r in results:
         p = r["parser"]
         assert isinstance(p, dict)
         rate = p["events"] / p["cpu_s"]
-        print(f"| {r['mb']} | {p['events']:,} | {p['cpu_s']:.1f} ({rate:,.0f}) | {p['peak_mib']} |")
+        print(
+            f"| {r['workload']} | {r['mb']} | {p['events']:,} | {p['cpu_s']:.1f} ({rate:,.0f}) |"
+            f" {p['peak_mib']} |"
+        )
     if not args.no_ingest:
         print()
-        print("| file MB | events | parsing process CPU s | writer CPU s | PostgreSQL CPU s | wall s |"
-              " events/s by CPU | events/s by wall | peak MiB parsing / writer |")  # fmt: skip
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print(
+            "| workload | file MB | events | parsing process CPU s (us/event) | writer CPU s |"
+            " PostgreSQL CPU s | wall s | events/s by CPU | events/s by wall | peak MiB parsing / writer |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in results:
             i = r["ingest"]
             assert isinstance(i, dict)
             busiest = max(i["parser_cpu_s"], i["writer_cpu_s"], i["postgres_cpu_s"])
             print(
-                f"| {r['mb']} | {i['events']:,} | {i['parser_cpu_s']:.1f} | {i['writer_cpu_s']:.1f} |"
+                f"| {r['workload']} | {r['mb']} | {i['events']:,} | {i['parser_cpu_s']:.1f}"
+                f" ({i['parser_cpu_s'] / i['events'] * 1e6:.0f}) | {i['writer_cpu_s']:.1f} |"
                 f" {i['postgres_cpu_s']:.1f} | {i['wall_s']:.1f} | {i['events'] / busiest:,.0f} |"
                 f" {i['events'] / i['wall_s']:,.0f} | {i['parser_peak_mib']} / {i['writer_peak_mib']} |"
             )

@@ -22,7 +22,7 @@ from ingest.parsers.records import Problem
 from ingest.sql import fingerprint
 from ingest.sql.secrets import masked_raw, raw_may_hold_secret
 
-__all__ = ["PgAuditWatch", "classify_postgres_events"]
+__all__ = ["PgAuditWatch", "classify_postgres_events", "clear_cache"]
 
 MAX_COMMANDS = 1_000  # pgAudit entries read from one record (the parser caps them too)
 
@@ -38,19 +38,67 @@ _NO_TABLES = frozenset(
 )
 
 
-def _entries(extra: dict[str, str] | None) -> list[list[Any]]:
+_Entries = tuple[list[list[Any]], tuple[str, ...]]
+_NO_ENTRIES: _Entries = ([], ())
+# What is worked out once per distinct text and reused (a log repeats them): the entries of a
+# `commands` JSON, and a statement's verdict, tables and fingerprint by its plain shape and
+# entries. Bounded: each starts again empty when full.
+_CACHE_ENTRIES = 20_000
+_MAX_KEYED_CHARS = 4096  # longer texts are worked out each time (and are not kept)
+_PARSED: dict[str, _Entries] = {}
+_JUDGED: dict[tuple[str, str], tuple[rules.Verdict, tuple[str, ...], str]] = {}
+
+
+def _entries(extra: dict[str, str] | None) -> _Entries:
     """pgAudit's entries of the statement as the parser keeps them (JSON): [substatement id,
-    class, command, object type, object name, rows] each."""
+    class, command, object type, object name, rows] each; and the commands of them. Shared: not
+    to be changed."""
     text = extra.get("commands") if extra else None
     if not text:
-        return []
+        return _NO_ENTRIES
+    known = _PARSED.get(text)
+    if known is not None:
+        return known
     try:
         entries = json.loads(text)
     except ValueError:
-        return []
+        entries = []
     if not isinstance(entries, list):
-        return []
-    return [e for e in entries[:MAX_COMMANDS] if isinstance(e, list) and len(e) > 4]
+        entries = []
+    entries = [e for e in entries[:MAX_COMMANDS] if isinstance(e, list) and len(e) > 4]
+    parsed = (entries, tuple(str(e[2]) for e in entries))
+    if len(text) <= _MAX_KEYED_CHARS:
+        if len(_PARSED) >= _CACHE_ENTRIES:
+            _PARSED.clear()
+        _PARSED[text] = parsed
+    return parsed
+
+
+def clear_cache() -> None:
+    """Forget every worked-out answer, these and the rules' (tests and benchmarks)."""
+    _PARSED.clear()
+    _JUDGED.clear()
+    rules.clear_cache()
+
+
+def _judged(sql: str, extra: dict[str, str] | None) -> tuple[rules.Verdict, tuple[str, ...], str]:
+    """(verdict, tables, fingerprint) of a statement and its pgAudit entries. By its plain shape
+    (rules.plain_shape: literals out) where it has one: the verdict depends on nothing else
+    (rules.classify), nor does the fingerprint (every literal `?`), nor do the tables."""
+    commands = (extra.get("commands") or "") if extra else ""
+    plain = rules.plain_shape(sql) if len(sql) <= _MAX_KEYED_CHARS else None
+    if plain is not None:
+        known = _JUDGED.get((plain, commands))
+        if known is not None:
+            return known
+    entries, verbs = _entries(extra)
+    verdict = rules.classify(sql, verbs)
+    judged = (verdict, _tables(entries, verdict.tables, verdict.statement_type), fingerprint(sql))
+    if plain is not None and len(commands) <= _MAX_KEYED_CHARS and verdict.statement_type != "UNKNOWN":
+        if len(_JUDGED) >= _CACHE_ENTRIES:
+            _JUDGED.clear()
+        _JUDGED[(plain, commands)] = judged
+    return judged
 
 
 def _tables(entries: list[list[Any]], named: tuple[str, ...], statement_type: str) -> tuple[str, ...]:
@@ -81,13 +129,11 @@ def classify_postgres_events(
             yield item
             continue
         if item.command == "Query":
-            entries = _entries(item.extra)
-            verdict = rules.classify(item.sql, [str(e[2]) for e in entries])
+            verdict, item.tables, item.fingerprint = _judged(item.sql, item.extra)
             item.statement_type = verdict.statement_type
-            item.tables = _tables(entries, verdict.tables, verdict.statement_type)
             item.destructive = verdict.destructive
-            item.flags |= verdict.flags
-            item.fingerprint = fingerprint(item.sql)
+            if verdict.flags:
+                item.flags |= verdict.flags
             if item.extra and item.extra.get("audited") == "no":
                 # Only the server's ERROR shows it: pgAudit logged nothing (refused, failed with
                 # log_rows, or in an aborted transaction).
@@ -205,7 +251,8 @@ class PgAuditWatch:
         self.off: list[Any] | None = None  # [time, line, offset] of the change to "none"
         self.started: str | None = None  # the last server start since, while off
         self.reported = False  # the open gap was stored open at the end of a file
-        self.last: OrderedDict[str, str | None] = OrderedDict()  # session key -> its last time
+        # session key -> its last time (kept as is: made text only for the state)
+        self.last: OrderedDict[str, datetime | None] = OrderedDict()
         self.quiet: dict[str, list[Any]] = {}  # session key -> [time, line, offset, value] of its SET
 
     def to_state(self) -> dict[str, Any]:
@@ -213,7 +260,7 @@ class PgAuditWatch:
             "off": list(self.off) if self.off else None,
             "started": self.started,
             "reported": self.reported,
-            "last": list(self.last.items()),
+            "last": [(key, _iso(when)) for key, when in self.last.items()],
             "quiet": [[k, *v] for k, v in self.quiet.items()],
         }
 
@@ -221,7 +268,7 @@ class PgAuditWatch:
         self.off = list(state["off"]) if state.get("off") else None
         self.started = state.get("started")
         self.reported = bool(state.get("reported"))
-        self.last = OrderedDict((k, v) for k, v in state.get("last", []))
+        self.last = OrderedDict((k, _time(v)) for k, v in state.get("last", []))
         self.quiet = {q[0]: list(q[1:]) for q in state.get("quiet", [])}
 
     def open_gap(self) -> GapRecord | None:
@@ -299,7 +346,7 @@ class PgAuditWatch:
         elif setting is not None and not logs_writes(setting):
             self.quiet[key] = [_iso(when), event.line, event.offset, setting]
         elif quiet is None and (reset or setting is not None):
-            before = _time(self.last.get(key))
+            before = self.last.get(key)
             what = "reset pgaudit.log" if reset else "set pgaudit.log back to record writes"
             found.append(
                 GapRecord(
@@ -316,7 +363,7 @@ class PgAuditWatch:
         if event.command == "Quit":
             self.last.pop(key, None)
             return found
-        self.last[key] = _iso(when)
+        self.last[key] = when
         self.last.move_to_end(key)
         if len(self.last) > _MAX_SESSIONS:
             self.last.popitem(last=False)

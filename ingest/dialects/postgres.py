@@ -26,7 +26,7 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ErrorLevel
 
-__all__ = ["Verdict", "classify", "clear_cache", "config_change", "shape"]
+__all__ = ["Verdict", "classify", "clear_cache", "config_change", "plain_shape", "shape"]
 
 MAX_PARSE = 64 * 1024  # longer texts are read by the patterns only (sqlglot is not linear)
 
@@ -153,8 +153,36 @@ _NUMBER_RE = re.compile(r'"(?:[^"]|"")*+"|(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d
 _SPACE_RE = re.compile(r"\s+")
 
 
+# A number as _NUMBER_RE takes it, in a text without quoted names.
+_PLAIN_NUMBER_RE = re.compile(r"(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?![\w$])")
+
+
+def plain_shape(sql: str) -> str | None:
+    """`shape(sql)` by str methods, for the plain text most statements are: no quoted name, no
+    dollar quote, no backslash, no comment (nor `#`, which starts one for the fingerprint:
+    ingest.postgres keys fingerprints by this shape), and string literals without an escaped or
+    doubled quote or an E prefix, so that every other piece between quotes is a string. None
+    for any other text (masked_shape reads it)."""
+    if '"' in sql or "$" in sql or "\\" in sql or "--" in sql or "/*" in sql or "#" in sql:
+        return None
+    if "'" in sql:
+        if "''" in sql or "e'" in sql or "E'" in sql:
+            return None
+        pieces = sql.split("'")
+        if not len(pieces) & 1:  # a quote left open: the pattern reads it as no string
+            return None
+        sql = "''".join(pieces[::2])
+    return " ".join(_PLAIN_NUMBER_RE.sub("?", sql).split())
+
+
 def shape(sql: str) -> str:
     """The text a verdict depends on: comments gone, literals `''` and `?`, spaces folded."""
+    plain = plain_shape(sql)
+    return plain if plain is not None else masked_shape(sql)
+
+
+def masked_shape(sql: str) -> str:
+    """`shape(sql)` for any text: by the pattern of comments, literals and quoted names."""
     bare = _masked(sql)
     bare = _NUMBER_RE.sub(lambda m: m.group() if m.group()[0] == '"' else "?", bare)
     return _SPACE_RE.sub(" ", bare).strip()

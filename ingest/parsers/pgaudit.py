@@ -30,10 +30,11 @@ import csv
 import itertools
 import json
 import re
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 from ingest.parsers.digits import ISO, fraction
 from ingest.parsers.records import (
@@ -110,10 +111,12 @@ class Entry:
 def parse_entry(message: str) -> Entry | None:
     """The fields of `AUDIT: ...`, or None when they are not pgAudit's."""
     body = message[7:]  # after "AUDIT: "
-    try:
-        fields = next(csv.reader((body,), strict=True))
-    except (csv.Error, StopIteration):
-        return None
+    fields = _split_entry(body)
+    if fields is None:
+        try:
+            fields = next(csv.reader((body,), strict=True))
+        except (csv.Error, StopIteration):
+            return None
     if len(fields) < 7 or len(fields) > 10 or fields[0] not in ("SESSION", "OBJECT"):
         return None
     if not (fields[1].isascii() and fields[1].isdigit() and fields[2].isascii() and fields[2].isdigit()):
@@ -122,17 +125,56 @@ def parse_entry(message: str) -> Entry | None:
     parameter = fields[8] if len(fields) > 8 else None
     rows = fields[9] if len(fields) > 9 else None
     return Entry(
-        audit_type=fields[0],
-        statement_id=int(fields[1]),
-        substatement_id=int(fields[2]),
-        cls=fields[3],
-        command=fields[4],
-        object_type=fields[5],
-        object_name=fields[6],
-        statement=statement,
-        parameter=None if parameter in (None, "<none>", "<not logged>") else parameter,
-        rows=int(rows) if rows is not None and rows.isascii() and rows.isdigit() and len(rows) < 20 else None,
+        fields[0],
+        int(fields[1]),
+        int(fields[2]),
+        fields[3],
+        fields[4],
+        fields[5],
+        fields[6],
+        statement,
+        None if parameter in (None, "<none>", "<not logged>") else parameter,
+        int(rows) if rows is not None and rows.isascii() and rows.isdigit() and len(rows) < 20 else None,
     )
+
+
+# A quoted CSV field from its opening quote (possessive: linear, in C, however many quotes).
+_QUOTED_FIELD_RE = re.compile(r'"(?:[^"]|"")*+"')
+
+
+def _split_entry(body: str) -> list[str] | None:
+    """The CSV fields of an AUDIT message by str methods, for the forms pgAudit writes nearly
+    always: seven plain fields, then the statement plain or in one pair of quotes, then plain
+    fields (parameter, rows). None for anything else (a quote elsewhere, a line end outside the
+    quotes): the csv module reads it, as it reads every field the same way (strict)."""
+    head = body.split(",", 7)
+    if len(head) < 8:  # (not pgAudit's: no statement field)
+        return None
+    rest = head.pop()
+    if '"' in body[: len(body) - len(rest)]:
+        return None
+    if rest[:1] != '"':
+        if '"' in rest or "\n" in rest or "\r" in rest:
+            return None
+        return head + rest.split(",")
+    # The statement, quoted: to its closing quote (a doubled quote is one quote).
+    if '""' not in rest:
+        end = rest.find('"', 1)
+        if end < 0:
+            return None
+    else:
+        m = _QUOTED_FIELD_RE.match(rest)
+        if m is None:
+            return None
+        end = m.end() - 1
+    after = rest[end + 1 :]
+    if after and (after[0] != "," or '"' in after or "\n" in after or "\r" in after):
+        return None
+    statement = rest[1:end]
+    head.append(statement.replace('""', '"') if '""' in statement else statement)
+    if after:
+        head += after[1:].split(",")
+    return head
 
 
 def parameters(text: str) -> list[str]:
@@ -155,6 +197,8 @@ _TIME_RE = re.compile(
     re.X,
 )
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z", "UCT", "Etc/UTC"})
+# The last csvlog/jsonlog time read and its value: [text, datetime] (immutable, so shared).
+_last_time: list[Any] = ["", None]
 
 
 def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
@@ -163,6 +207,8 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
     when the text is no time."""
     if not text:
         return None, None
+    if text == _last_time[0]:  # (records of the same millisecond: one object, made once)
+        return _last_time[1], None
     if (
         len(text) == 27
         and text.endswith(" UTC")
@@ -173,9 +219,12 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
         # csvlog's and jsonlog's `2024-05-01 10:00:00.123 UTC` (%m with log_timezone UTC): most
         # lines of most logs, read without the pattern.
         try:
-            return datetime.fromisoformat(text[:23]).replace(tzinfo=UTC), None
+            when = datetime.fromisoformat(text[:23]).replace(tzinfo=UTC)
         except ValueError:
             pass  # the pattern below says
+        else:
+            _last_time[:] = [text, when]
+            return when, None
     m = _TIME_RE.match(text.strip())
     if m is None:
         return None, None
@@ -207,6 +256,21 @@ def session_number(session: str | None) -> int | None:
     """
     if not session or "." not in session or len(session) > 24:
         return None
+    known = _SESSION_NUMBERS.get(session)
+    if known is not None:
+        return known
+    number = _session_number(session)
+    if number is not None:
+        if len(_SESSION_NUMBERS) >= 10_000:
+            _SESSION_NUMBERS.clear()
+        _SESSION_NUMBERS[session] = number
+    return number
+
+
+_SESSION_NUMBERS: dict[str, int] = {}  # (a session writes many lines: each id read once)
+
+
+def _session_number(session: str) -> int | None:
     start, _, pid = session.partition(".")
     try:
         start_n, pid_n = int(start, 16), int(pid, 16)
@@ -256,31 +320,25 @@ class _Pending:
     seen_at: int = 0  # the assembler's line count when it began
 
 
-def _who(line: ServerLine) -> dict[str, object]:
-    # Only client sessions are connections (csvlog and jsonlog give the postmaster a session
-    # id too; a stderr prefix stops at %q for it).
-    client = line.user is not None
-    return {
-        "user": line.user or None,
-        "host": line.host or None,
-        "database": line.database or None,
-        "connection_id": session_number(line.session) if client else None,
-    }
-
-
 def _extra(line: ServerLine) -> dict[str, str]:
+    # (Spelt out, not a loop over pairs: this runs for every record.)
     extra: dict[str, str] = {}
-    for key, value in (
-        ("session", line.session if line.user is not None else None),
-        ("pid", line.pid),
-        ("session_line", line.session_line),
-        ("port", line.port),
-        ("application", line.application),
-        ("vxid", line.vxid),
-    ):
-        if value not in (None, ""):
-            extra[key] = str(value)
+    if line.user is not None and line.session:
+        extra["session"] = line.session
+    if line.pid is not None:
+        extra["pid"] = str(line.pid)
+    if line.session_line is not None:
+        extra["session_line"] = str(line.session_line)
+    if line.port:
+        extra["port"] = line.port
+    if line.application:
+        extra["application"] = line.application
+    if line.vxid:
+        extra["vxid"] = line.vxid
     return extra
+
+
+_REACH_KEPT = 1024  # entries of Assembler.reach before those that can no longer matter go
 
 
 class Assembler:
@@ -294,22 +352,26 @@ class Assembler:
     """
 
     def __init__(self) -> None:
-        self.queue: OrderedDict[int, _Pending] = OrderedDict()  # by first offset
+        self.queue: deque[_Pending] = deque()  # in order of first offset
         self.open: dict[str, _Pending] = {}  # session -> its open statement
         self.count = 0
         # Records yielded whose lines other records' lines interrupt: (first offset, first line,
         # end of their last line). A resume point must not fall inside one (see Resumer).
         self.reach: list[tuple[int, int, int]] = []
         self.keep_reach = False  # a Resumer's: a one-shot read never asks, and must not hold them
+        self.reach_limit = _REACH_KEPT
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
+        queue = self.queue
         for line in lines:
             self.count += 1
             if isinstance(line, Problem):
                 self._push(_Pending(_line_of(line), item=line, seen_at=self.count))
             else:
                 self._take(line)
-            yield from self._ready()
+            # (Most lines leave the head waiting for its session: no generator made for them.)
+            if queue and (queue[0].item is not None or self.count - queue[0].seen_at > MAX_WAIT_LINES):
+                yield from self._ready()
 
     def finish(self) -> Iterator[Item]:
         for session in list(self.open):
@@ -317,18 +379,20 @@ class Assembler:
         yield from self._ready()
 
     def _push(self, pending: _Pending) -> None:
-        self.queue[pending.first.offset] = pending
+        self.queue.append(pending)
 
     def _ready(self) -> Iterator[Item]:
-        while self.queue:
-            offset, head = next(iter(self.queue.items()))
+        queue = self.queue
+        while queue:
+            head = queue[0]
             if head.item is None and self.count - head.seen_at > MAX_WAIT_LINES:
                 session = head.first.session or ""
                 if self.open.get(session) is head:
                     self._close(session)
             if head.item is None:
                 return
-            del self.queue[offset]
+            queue.popleft()
+            offset = head.first.offset
             if (
                 self.keep_reach
                 and len(head.lines) > 1
@@ -337,6 +401,13 @@ class Assembler:
             ):
                 last = head.lines[-1]
                 self.reach.append((offset, head.first.line, last.offset + len(last.raw)))
+                if len(self.reach) > self.reach_limit:
+                    # No later resume point comes before this record's first byte (records
+                    # leave in order of it, and the lines fed go on past it): those that end
+                    # before it can go. Bounded in a one-shot read too, which asks for no point
+                    # until its end.
+                    self.reach = [r for r in self.reach if r[2] > offset]
+                    self.reach_limit = max(_REACH_KEPT, 2 * len(self.reach))
             yield head.item
 
     def _take(self, line: ServerLine) -> None:
@@ -446,16 +517,23 @@ def _same_statement(pending: _Pending, error: ServerLine) -> bool:
 
 def _record(line: ServerLine, command: str, argument: bytes, *, status: str | None) -> LogRecord:
     when, zone = parse_time(line.time)
+    # Only client sessions are connections (csvlog and jsonlog give the postmaster a session
+    # id too; a stderr prefix stops at %q for it).
     record = LogRecord(
-        line=line.line,
-        offset=line.offset,
-        raw=line.raw,
-        occurred_at=when,
-        command=command,
-        argument=argument,
-        status=status,
-        extra=_extra(line),
-        **_who(line),  # type: ignore[arg-type]  # the keys and types of LogRecord's fields
+        line.line,
+        line.offset,
+        line.raw,
+        when,
+        session_number(line.session) if line.user is not None else None,
+        command,
+        argument,
+        line.user or None,
+        line.host or None,
+        None,
+        line.database or None,
+        status,
+        None,
+        _extra(line),
     )
     if zone:
         record.extra["time_zone"] = zone
@@ -478,36 +556,65 @@ def _connect(line: ServerLine) -> LogRecord:
     return record
 
 
+# The JSON of a statement's entries, by their fields: a log repeats the same few (the rows
+# aside, an entry names a class, a command and an object), so it is made once each.
+_COMMANDS_JSON: dict[tuple[tuple[object, ...], ...], str] = {}
+_COMMANDS_JSON_MAX = 10_000
+
+
+def _commands_json(entries: list[Entry]) -> str:
+    if len(entries) == 1:
+        e = entries[0]
+        key: tuple[tuple[object, ...], ...] = (
+            (e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows),
+        )
+    else:
+        key = tuple(
+            (e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows) for e in entries
+        )
+    text = _COMMANDS_JSON.get(key)
+    if text is None:
+        text = json.dumps([list(k) for k in key], ensure_ascii=False)
+        if len(_COMMANDS_JSON) >= _COMMANDS_JSON_MAX:
+            _COMMANDS_JSON.clear()
+        if len(text) <= 1024:
+            _COMMANDS_JSON[key] = text
+    return text
+
+
 def _statement(pending: _Pending) -> LogRecord:
     """One Query record of a statement's pgAudit entries (and its ERROR)."""
     first, entries, error = pending.first, pending.entries, pending.error
-    texts = [e.statement for e in entries if e.statement]
-    top = error.statement if error is not None and error.statement else (texts[0] if texts else "")
-    raw = b"".join(line.raw for line in pending.lines)
-    record = _record(first, "Query", top.encode("utf-8", "surrogatepass"), status=None)
-    record.raw = raw
-    objects: list[str] = []
-    for e in entries:
-        if e.object_name and e.object_name not in objects:
-            objects.append(e.object_name)
-    record.objects = tuple(objects)
     e0 = entries[0]
-    record.rows_affected = e0.rows
+    single = len(entries) == 1  # (most statements: the one entry's fields as they are)
+    if error is not None and error.statement:
+        top = error.statement
+    elif single:
+        top = e0.statement or ""
+    else:
+        top = next((e.statement for e in entries if e.statement), "")
+    record = _record(first, "Query", top.encode("utf-8", "surrogatepass"), status=None)
     extra = record.extra
-    extra["audit_type"] = ",".join(dict.fromkeys(e.audit_type for e in entries))
-    extra["statement_id"] = str(e0.statement_id)
-    extra["classes"] = ",".join(dict.fromkeys(e.cls for e in entries))
-    extra["commands"] = json.dumps(
-        [[e.substatement_id, e.cls, e.command, e.object_type, e.object_name, e.rows] for e in entries],
-        ensure_ascii=False,
-    )
-    subs: dict[str, str] = {}
-    for e in entries:
-        if e.statement and e.statement != top:
-            subs.setdefault(str(e.substatement_id), e.statement)
-    if subs:
-        extra["substatements"] = json.dumps(subs, ensure_ascii=False)
-    given = next((e.parameter for e in entries if e.parameter is not None), None)
+    if single:
+        record.objects = (e0.object_name,) if e0.object_name else ()
+        extra["audit_type"] = e0.audit_type
+        extra["statement_id"] = str(e0.statement_id)
+        extra["classes"] = e0.cls
+    else:
+        record.objects = tuple(dict.fromkeys(e.object_name for e in entries if e.object_name))
+        extra["audit_type"] = ",".join(dict.fromkeys(e.audit_type for e in entries))
+        extra["statement_id"] = str(e0.statement_id)
+        extra["classes"] = ",".join(dict.fromkeys(e.cls for e in entries))
+    record.rows_affected = e0.rows
+    extra["commands"] = _commands_json(entries)
+    if not single or (e0.statement and e0.statement != top):
+        subs: dict[str, str] = {}
+        for e in entries:
+            if e.statement and e.statement != top:
+                subs.setdefault(str(e.substatement_id), e.statement)
+        if subs:
+            extra["substatements"] = json.dumps(subs, ensure_ascii=False)
+    given = e0.parameter if single else next((e.parameter for e in entries if e.parameter is not None), None)
     if given is not None:
         extra["parameters"] = json.dumps(parameters(given), ensure_ascii=False)
     if error is not None:
@@ -517,10 +624,12 @@ def _statement(pending: _Pending) -> LogRecord:
             extra["error_detail"] = error.detail
     else:
         record.status = "ok"
-    offsets = [(line.offset, len(line.raw)) for line in pending.lines]
-    contiguous = all(a + n == b for (a, n), (b, _) in itertools.pairwise(offsets))
-    if not contiguous:
-        extra["parts"] = ",".join(f"{a}:{n}" for a, n in offsets)
+    lines = pending.lines
+    if len(lines) > 1:
+        record.raw = b"".join(line.raw for line in lines)
+        offsets = [(line.offset, len(line.raw)) for line in lines]
+        if not all(a + n == b for (a, n), (b, _) in itertools.pairwise(offsets)):
+            extra["parts"] = ",".join(f"{a}:{n}" for a, n in offsets)
     return record
 
 
@@ -556,7 +665,7 @@ class Resumer:
         self.assembler = Assembler()
         self.assembler.keep_reach = True
         self.start = (start_offset, start_line)
-        self.end = (start_offset, start_line)  # after the last message given to the assembler
+        self.last: ServerLine | Problem | None = None  # the last message given to the assembler
         self.read_to: tuple[int, int] | None = None  # after every line fed, once finished
         self.held: list[ServerLine | Problem] = []
 
@@ -572,7 +681,7 @@ class Resumer:
                 if ended[0]:  # flushed by the end of the lines: maybe not complete yet
                     self.held.append(message)
                     continue
-                self.end = _after(message)
+                self.last = message  # (where it ends is worked out only when asked: resume_point)
                 yield message
 
         yield from checked_integers(self.assembler.feed(taken()))
@@ -587,11 +696,11 @@ class Resumer:
         assembler = self.assembler
         if self.read_to is not None and not assembler.queue:
             return ParsePoint(*self.read_to, None)
-        offset, line = self.end
-        for pending in assembler.queue.values():  # in order of first byte: the first is the earliest
+        offset, line = self.start if self.last is None else _after(self.last)
+        if assembler.queue:  # in order of first byte: the first is the earliest
+            pending = assembler.queue[0]
             if pending.first.offset < offset:
                 offset, line = pending.first.offset, pending.first.line
-            break
         # Yielded records that end before it can no longer matter (later points are not earlier).
         assembler.reach = [r for r in assembler.reach if r[2] > offset]
         for first, first_line, end in reversed(assembler.reach):  # (back over a chain of them)

@@ -39,10 +39,6 @@ def recognise(head: bytes) -> bool:
     return _HEAD_RE.match(head.lstrip(b"\xef\xbb\xbf")) is not None
 
 
-def _int(text: str) -> int | None:
-    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
-
-
 def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterator[ServerLine | Problem]:
     # One csv reader for the whole file, handed one record's text at a time (a reader per
     # record costs more than the parsing of it); after an error it is made again.
@@ -84,26 +80,27 @@ def _lines(lines: Iterable[bytes], start_offset: int, start_line: int) -> Iterat
             )
             continue
         host, _, port = c[4].rpartition(":") if c[4] and not c[4].startswith("[") else (c[4], "", "")
-        yield ServerLine(
-            line=line,
-            offset=offset,
-            raw=raw,
-            time=c[0],
-            user=c[1] or None,
-            database=c[2] or None,
-            pid=_int(c[3]),
-            host=host or None,
-            port=port or None,
-            session=c[5] or None,
-            session_line=_int(c[6]),
-            tag=c[7] or None,
-            vxid=c[9] or None,
-            severity=c[11],
-            sqlstate=c[12] or None,
-            message=c[13],
-            detail=c[14] or None,
-            statement=c[19] or None,
-            application=c[22] or None,
+        pid, number = c[3], c[6]
+        yield ServerLine(  # (by position: every record makes one)
+            line,
+            offset,
+            raw,
+            c[0],  # time
+            c[1] or None,  # user
+            c[2] or None,  # database
+            int(pid) if pid.isdigit() and pid.isascii() and len(pid) < 19 else None,
+            host or None,
+            port or None,
+            c[5] or None,  # session
+            int(number) if number.isdigit() and number.isascii() and len(number) < 19 else None,
+            c[9] or None,  # vxid
+            c[7] or None,  # tag
+            c[11],  # severity
+            c[12] or None,  # sqlstate
+            c[13],  # message
+            c[14] or None,  # detail
+            c[19] or None,  # statement
+            c[22] or None,  # application
         )
 
 
