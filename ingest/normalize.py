@@ -104,6 +104,33 @@ def decode_sql(argument: bytes) -> str:
     return argument.decode("utf-8", "replace").replace("\x00", "")
 
 
+# The statement texts of the last records, by their bytes (statement_text): a log repeats its
+# statements verbatim (pings, COMMIT, SET NAMES, an application's same query with the same
+# values; mariadb-slap's 200,000 records hold a few dozen texts). Bounded in entries and in the
+# length of each: a log of ever-new statements pays one dict miss a record.
+_TEXTS: dict[bytes, tuple[str, bool]] = {}
+_TEXTS_MAX = 4096
+_TEXT_MAX_BYTES = 1024
+
+
+def statement_text(argument: bytes) -> tuple[str, bool]:
+    """The event's `sql` for a record's argument: decoded (decode_sql), its secrets masked
+    (secrets.mask_secrets); and whether any were. The same answer for the same bytes, so the
+    answers of recent arguments are remembered (and their text is one object, whose hash the
+    classifier's caches reuse)."""
+    known = _TEXTS.get(argument)
+    if known is not None:
+        return known
+    sql = decode_sql(argument)
+    masked = mask_secrets(sql)
+    known = (masked, masked is not sql)
+    if len(argument) <= _TEXT_MAX_BYTES:
+        if len(_TEXTS) >= _TEXTS_MAX:
+            _TEXTS.clear()  # cheaper here than evicting one by one
+        _TEXTS[argument] = known
+    return known
+
+
 # A banner's verdicts (see SessionTracker._weigh): what the records after it show.
 REOPEN, RESTART, UNDECIDED = "reopen", "restart", "undecided"
 # Records held after a banner while the evidence is weighed; past this, it stays undecided.
@@ -608,9 +635,8 @@ class SessionTracker:
             attribution = session.attribution
         if when is None:
             flags.add("time_unknown")
-        sql = decode_sql(record.argument)
-        masked = mask_secrets(sql)
-        if masked is not sql:
+        masked, secret = statement_text(record.argument)
+        if secret:
             flags.add("secret_masked")
         user = session.user
         event = EventRecord(
@@ -741,9 +767,8 @@ class SessionTracker:
         # Secrets are masked before anything reads the statement (classifier, tracker, gaps,
         # store); the raw bytes keep them, sealed for custody and shown to no one but an admin
         # who reveals them (`secret_masked` says so).
-        sql = decode_sql(record.argument)
-        masked = mask_secrets(sql)
-        if masked is not sql:
+        masked, secret = statement_text(record.argument)
+        if secret:
             flags.add("secret_masked")
         if extra and "cut" in extra:
             flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
@@ -858,6 +883,20 @@ _IMPLICIT_COMMIT = re.compile(
     r"^(?:CREATE|ALTER|DROP|RENAME|TRUNCATE|GRANT|REVOKE|SET\x20PASSWORD|LOCK\x20TABLES"
     r"|UNLOCK\x20TABLES|LOAD\x20INDEX|ANALYZE|OPTIMIZE|REPAIR|FLUSH|INSTALL|UNINSTALL|BEGIN|START)"
 )
+_COMMITS: dict[str, bool] = {}  # statement type -> whether it commits implicitly (_commits)
+
+
+def _commits(kind: str) -> bool:
+    """_IMPLICIT_COMMIT of a statement type, remembered: there are a few dozen types, and this is
+    asked for every statement."""
+    known = _COMMITS.get(kind)
+    if known is None:
+        if len(_COMMITS) > 4096:  # (types come from the classifier: bounded, but not by us)
+            _COMMITS.clear()
+        known = _COMMITS[kind] = _IMPLICIT_COMMIT.match(kind) is not None
+    return known
+
+
 _AUTOCOMMIT = re.compile(r"autocommit\s*=\s*(?P<value>0|1|on|off|true|false)\b", re.IGNORECASE)
 _ROLLBACK_TO = re.compile(r"\bTO\b", re.IGNORECASE)
 
@@ -891,7 +930,7 @@ def _transactions(event: EventRecord) -> FlagCorrection | None:
         return _rollback(session)
     if kind == "COMMIT":
         session.pending, session.explicit = [], False
-    elif _IMPLICIT_COMMIT.match(kind):
+    elif _commits(kind):
         session.pending = []
         session.explicit = kind in ("BEGIN", "START TRANSACTION")
     elif kind == "SET" and (m := _AUTOCOMMIT.search(event.sql)):
@@ -995,36 +1034,40 @@ def classify_events(
     and say (with a FlagCorrection after the event that decides it) which events were rolled back.
     A problem's excerpt is cut where a secret may begin (secrets.masked_raw)."""
     for item in items:
-        if isinstance(item, Problem) and raw_may_hold_secret(item.raw):
-            item.raw = masked_raw(item.raw)
-        if isinstance(item, EventRecord) and item.command.startswith(TABLE_EVENT_PREFIX):
-            # A table the server opened for the statement before it: evidence of access,
-            # counted once as destructive on the statement, not again on each table.
-            if item.sql:
-                item.tables = _table_event_tables(item.command, item.sql, item.database)
-            item.statement_type = item.command.upper()
-        elif isinstance(item, EventRecord) and item.command in STATEMENT_COMMANDS:
+        if type(item) is not EventRecord:  # (exactly: neither class has subclasses)
+            if type(item) is Problem and raw_may_hold_secret(item.raw):
+                item.raw = masked_raw(item.raw)
+            yield item
+            continue
+        command = item.command
+        if command in STATEMENT_COMMANDS:
             c = classify(item.sql, item.database)
             item.statement_type = c.statement_type
             item.tables = c.tables
             item.fingerprint = c.fingerprint
-            item.flags |= c.flags
-            if item.command == "Prepare":
+            if c.flags:
+                item.flags |= c.flags
+            if command == "Prepare":
                 # Preparing runs nothing; the Execute that follows is what changes data.
                 item.flags.add("prepared")
             else:
                 item.destructive = c.destructive
-                if item.command == "Execute":
+                if command == "Execute":
                     item.flags.add("prepared")
                 if routines is not None and item.statement_type in _ROUTINE_TYPES:
                     _routine(item, routines)
-                if item.command == "Query" and item.statement_type in _PREPARED_TYPES:
+                if command == "Query" and item.statement_type in _PREPARED_TYPES:
                     _prepared(item)
+        elif command.startswith(TABLE_EVENT_PREFIX):
+            # A table the server opened for the statement before it: evidence of access,
+            # counted once as destructive on the statement, not again on each table.
+            if item.sql:
+                item.tables = _table_event_tables(command, item.sql, item.database)
+            item.statement_type = command.upper()
         yield item
-        if isinstance(item, EventRecord):
-            correction = _transactions(item)
-            if correction is not None:
-                yield correction
+        correction = _transactions(item)
+        if correction is not None:
+            yield correction
 
 
 def classifier_for(dialect: str) -> Callable[..., Iterator[EventRecord | Problem | FlagCorrection]]:
