@@ -1473,7 +1473,12 @@ class GapFinder:
         elif new_boot and event.command != "Server start":
             detail = "the server restarted: connection ids started over"
             found.append(GapRecord("restart", self.last_time, when, event.line, event.offset, detail))
-        elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:
+        elif (
+            when is not None
+            and when is not self.last_time  # (records of one second share one time object)
+            and self.last_time is not None
+            and when < self.last_time - _BACKWARDS
+        ):
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
             found.append(GapRecord("time_backwards", self.last_time, when, event.line, event.offset, detail))
         if (
