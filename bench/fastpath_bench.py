@@ -19,6 +19,7 @@ links of version 2 (one SHA-256 of the batch, a CRC-32 per row). Also the chunk 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import pickle
 import sys
@@ -125,7 +126,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--log", type=Path, default=Path(__file__).resolve().parent / "out" / "slap-general.log")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument(
+        "--freeze",
+        action="store_true",
+        help="gc.freeze() first, as the parsing process does since issue 22's lean parsing side",
+    )
     args = ap.parse_args()
+    if args.freeze:
+        gc.freeze()
     best = [float("inf")] * len(STAGES)
     size = events = 0
     for _ in range(args.runs):

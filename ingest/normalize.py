@@ -18,6 +18,7 @@ from typing import Any
 
 from ingest.events import EventRecord, FlagCorrection, GapRecord, SessionInfo
 from ingest.oracle import OracleWatch, classify_oracle_events
+from ingest.parsers.general_log import COMMANDS as GENERAL_LOG_COMMANDS
 from ingest.parsers.records import PROBLEM_EXCERPT_BYTES, Item, LogRecord, Problem, ServerStart
 from ingest.postgres import PgAuditWatch, classify_postgres_events
 from ingest.sql import classify, log_switches, use_database
@@ -55,11 +56,26 @@ def _boot_stamp(when: datetime | None) -> str:
 _SESSION_FIELDS = ("user", "host", "ip", "database", "command", "status")
 
 
+# Command names the parsers write themselves (the general log's, ingest.parsers.general_log), which
+# PostgreSQL stores as they are: a record naming only one of these needs no test (unstorable_problem).
+_STORABLE_COMMANDS = frozenset(GENERAL_LOG_COMMANDS)
+
+
 def unstorable_problem(record: LogRecord) -> Problem | None:
     """The problem of a record whose session data holds what PostgreSQL text cannot (a NUL byte,
     a lone UTF-16 surrogate from a JSON `\\ud800`): its event is stored with those characters
     left out (ingest.textsafe.displayable), its raw bytes keep them, and this says so, where the
     operator looks. None for a record without any (nearly all)."""
+    if (
+        record.user is None
+        and record.host is None
+        and record.ip is None
+        and record.database is None
+        and record.status is None
+        and not record.extra
+        and record.command in _STORABLE_COMMANDS
+    ):
+        return None  # a statement of a general log: nothing but its command, a name it knows
     # Nearly every record: its fields together hold neither (one test, not one a field).
     joined = f"{record.user}{record.host}{record.ip}{record.database}{record.command}{record.status}"
     if record.extra:
@@ -88,6 +104,33 @@ def decode_sql(argument: bytes) -> str:
     return argument.decode("utf-8", "replace").replace("\x00", "")
 
 
+# The statement texts of the last records, by their bytes (statement_text): a log repeats its
+# statements verbatim (pings, COMMIT, SET NAMES, an application's same query with the same
+# values; mariadb-slap's 200,000 records hold a few dozen texts). Bounded in entries and in the
+# length of each: a log of ever-new statements pays one dict miss a record.
+_TEXTS: dict[bytes, tuple[str, bool]] = {}
+_TEXTS_MAX = 4096
+_TEXT_MAX_BYTES = 1024
+
+
+def statement_text(argument: bytes) -> tuple[str, bool]:
+    """The event's `sql` for a record's argument: decoded (decode_sql), its secrets masked
+    (secrets.mask_secrets); and whether any were. The same answer for the same bytes, so the
+    answers of recent arguments are remembered (and their text is one object, whose hash the
+    classifier's caches reuse)."""
+    known = _TEXTS.get(argument)
+    if known is not None:
+        return known
+    sql = decode_sql(argument)
+    masked = mask_secrets(sql)
+    known = (masked, masked is not sql)
+    if len(argument) <= _TEXT_MAX_BYTES:
+        if len(_TEXTS) >= _TEXTS_MAX:
+            _TEXTS.clear()  # cheaper here than evicting one by one
+        _TEXTS[argument] = known
+    return known
+
+
 # A banner's verdicts (see SessionTracker._weigh): what the records after it show.
 REOPEN, RESTART, UNDECIDED = "reopen", "restart", "undecided"
 # Records held after a banner while the evidence is weighed; past this, it stays undecided.
@@ -95,6 +138,8 @@ HOLD_MAX = 10_000
 # A Connect after a banner this far below the highest id before it means ids started over
 # (Connects are logged after authentication, so a few come out of id order within a boot).
 ID_ORDER_SLACK = 8
+# The commands that name who a connection is (SessionTracker._event's full path).
+_CONNECT_COMMANDS = frozenset({"Connect", "Change user"})
 # Commands that reopen the log they are written in (FLUSH LOGS, logrotate's postrotate).
 _FLUSH_LOGS = re.compile(r"^\s*FLUSH\b.*\bLOGS\b", re.IGNORECASE | re.DOTALL)
 # How those statements and the ones that switch logging off begin (a cheap test before the regexes).
@@ -330,7 +375,9 @@ class SessionTracker:
         """
         for item in items:
             if type(item) is LogRecord and self._banner is None:  # the common case, first
-                yield self._event(item, self._utc(item.occurred_at))
+                when = item.occurred_at
+                # (Records of one second share one time object: converted once, by _utc.)
+                yield self._event(item, self._utc_out if when is self._utc_in else self._utc(when))
                 if self._corrections:
                     yield from self._corrections
                     self._corrections = []
@@ -568,14 +615,61 @@ class SessionTracker:
         self.connections[old.connection_id] = new
         return new
 
+    def _statement(self, record: LogRecord, when: datetime | None, session: SessionInfo) -> EventRecord:
+        """_event for the record nearly every line of a general log is: a statement (or Quit, Init
+        DB...) on a connection already seen, naming no account, no outcome and no details, with no
+        change of user pending. The same rules as _event's, with the branches that cannot apply
+        left out: the account, host and database are the session's."""
+        cid = record.connection_id
+        if cid is not None and cid > self.max_id:
+            self.max_id = cid
+        flags: set[str] = set()
+        if not session.attributed:
+            flags.add("unattributed")
+            attribution = "unattributed"
+        elif session.carried:
+            attribution = "inferred_reopen"
+        elif session.attribution == "connect" and session.connect_file != self.file:
+            attribution = "connect_earlier_file"
+        else:
+            attribution = session.attribution
+        if when is None:
+            flags.add("time_unknown")
+        masked, secret = statement_text(record.argument)
+        if secret:
+            flags.add("secret_masked")
+        user = session.user
+        event = EventRecord(
+            when, self.server, session, cid, user, session.host, session.ip,
+            record.database or session.database, record.command, masked, record.raw, record.line,
+            record.offset, "", (), False, flags, "", record.rows_affected, None, attribution, None, "",
+            None, record.extra,
+        )  # fmt: skip
+        if session.opened is None and session.attribution == "record" and user is not None:
+            session.opened = (when.isoformat() if when else None, event.record_hash())
+        self._command_effects(record.command, session, event, False)
+        return event
+
     def _event(self, record: LogRecord, when: datetime | None) -> EventRecord:
         command = record.command
-        failed = record.status not in OK_STATUSES
         cid = record.connection_id
+        session = self.connections.get(cid)
+        if (
+            session is not None
+            and record.user is None
+            and record.status is None
+            and not record.extra
+            and session.change is None
+            and session.stale is None
+            and command not in _CONNECT_COMMANDS
+        ):
+            return self._statement(record, when, session)
+        failed = record.status not in OK_STATUSES
         if cid is not None and cid > self.max_id:
             self.max_id = cid
         if command == "Connect" and not failed:
             self._connect(record, when)
+        # (Read again: a Connect or a new boot just replaced it.)
         session = self.connections.get(cid) or self._session(cid, when)
         extra = record.extra
         refused_change = False
@@ -673,34 +767,18 @@ class SessionTracker:
         # Secrets are masked before anything reads the statement (classifier, tracker, gaps,
         # store); the raw bytes keep them, sealed for custody and shown to no one but an admin
         # who reveals them (`secret_masked` says so).
-        sql = decode_sql(record.argument)
-        masked = mask_secrets(sql)
-        if masked is not sql:
+        masked, secret = statement_text(record.argument)
+        if secret:
             flags.add("secret_masked")
         if extra and "cut" in extra:
             flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
+        # Positional, in the field order of EventRecord: keywords cost twice the construction, and
+        # this runs for every record of every log.
         event = EventRecord(
-            occurred_at=when,
-            server=self.server,
-            session=session,
-            connection_id=cid,
-            user=user,
-            host=host,
-            ip=ip,
-            database=database,
-            command=command,
-            sql=masked,
-            raw=record.raw,
-            line=record.line,
-            offset=record.offset,
-            flags=flags,
-            rows_affected=record.rows_affected,
-            status=record.status,
-            attribution=attribution,
-            definer=definer,
-            counter=record_counter(record) if extra else None,
-            extra=extra,
-        )
+            when, self.server, session, cid, user, host, ip, database, command, masked, record.raw,
+            record.line, record.offset, "", (), False, flags, "", record.rows_affected, record.status,
+            attribution, definer, "", record_counter(record) if extra else None, extra,
+        )  # fmt: skip
         if opens or (session.opened is None and session.attribution == "record" and user is not None):
             session.opened = (when.isoformat() if when else None, event.record_hash())
         if changing:
@@ -716,28 +794,33 @@ class SessionTracker:
         qid = extra.get("query_id") if extra else None
         if qid is not None and qid.isascii() and qid.isdigit() and not failed:
             self._query_ids(session, event, int(qid))
+        self._command_effects(command, session, event, failed)
+        return event
+
+    def _command_effects(self, command: str, session: SessionInfo, event: EventRecord, failed: bool) -> None:
+        """What a record's command does to its session and to the log after it (after the event:
+        Init DB and USE change the database of the statements that follow, not their own)."""
         if command == "Init DB":
             session.database = event.sql.strip() or None
         elif command == "Query":
-            new_db = use_database(event.sql)
+            sql = event.sql
+            new_db = use_database(sql)
             if new_db:
                 session.database = new_db
-            sql = event.sql
             head = (sql[:5] if sql[:1] not in _BLANK else sql[:12].lstrip()[:5]).upper()
             if head == "SHUTD":
-                self.reopener = [cid, record.line, "asked the server to shut down"]
+                self.reopener = [event.connection_id, event.line, "asked the server to shut down"]
             elif not failed and head in _REOPENER_HEADS:
-                if _FLUSH_LOGS.match(event.sql):
-                    self.reopener = [cid, record.line, "flushed the logs"]
-                elif _LOGGING_OFF.search(event.sql):
-                    self.reopener = [cid, record.line, "switched logging off"]
+                if _FLUSH_LOGS.match(sql):
+                    self.reopener = [event.connection_id, event.line, "flushed the logs"]
+                elif _LOGGING_OFF.search(sql):
+                    self.reopener = [event.connection_id, event.line, "switched logging off"]
         elif command == "Refresh":
-            self.reopener = [cid, record.line, "flushed the logs"]
+            self.reopener = [event.connection_id, event.line, "flushed the logs"]
         elif command == "Shutdown":
-            self.reopener = [cid, record.line, "asked the server to shut down"]
+            self.reopener = [event.connection_id, event.line, "asked the server to shut down"]
         elif command == "Quit":
-            session.ended_at = when
-        return event
+            session.ended_at = event.occurred_at
 
     def _query_ids(self, session: SessionInfo, event: EventRecord, qid: int) -> None:
         """Audit logs that number statements (server_audit's query id): routine bodies and the
@@ -800,6 +883,20 @@ _IMPLICIT_COMMIT = re.compile(
     r"^(?:CREATE|ALTER|DROP|RENAME|TRUNCATE|GRANT|REVOKE|SET\x20PASSWORD|LOCK\x20TABLES"
     r"|UNLOCK\x20TABLES|LOAD\x20INDEX|ANALYZE|OPTIMIZE|REPAIR|FLUSH|INSTALL|UNINSTALL|BEGIN|START)"
 )
+_COMMITS: dict[str, bool] = {}  # statement type -> whether it commits implicitly (_commits)
+
+
+def _commits(kind: str) -> bool:
+    """_IMPLICIT_COMMIT of a statement type, remembered: there are a few dozen types, and this is
+    asked for every statement."""
+    known = _COMMITS.get(kind)
+    if known is None:
+        if len(_COMMITS) > 4096:  # (types come from the classifier: bounded, but not by us)
+            _COMMITS.clear()
+        known = _COMMITS[kind] = _IMPLICIT_COMMIT.match(kind) is not None
+    return known
+
+
 _AUTOCOMMIT = re.compile(r"autocommit\s*=\s*(?P<value>0|1|on|off|true|false)\b", re.IGNORECASE)
 _ROLLBACK_TO = re.compile(r"\bTO\b", re.IGNORECASE)
 
@@ -833,7 +930,7 @@ def _transactions(event: EventRecord) -> FlagCorrection | None:
         return _rollback(session)
     if kind == "COMMIT":
         session.pending, session.explicit = [], False
-    elif _IMPLICIT_COMMIT.match(kind):
+    elif _commits(kind):
         session.pending = []
         session.explicit = kind in ("BEGIN", "START TRANSACTION")
     elif kind == "SET" and (m := _AUTOCOMMIT.search(event.sql)):
@@ -937,36 +1034,40 @@ def classify_events(
     and say (with a FlagCorrection after the event that decides it) which events were rolled back.
     A problem's excerpt is cut where a secret may begin (secrets.masked_raw)."""
     for item in items:
-        if isinstance(item, Problem) and raw_may_hold_secret(item.raw):
-            item.raw = masked_raw(item.raw)
-        if isinstance(item, EventRecord) and item.command.startswith(TABLE_EVENT_PREFIX):
-            # A table the server opened for the statement before it: evidence of access,
-            # counted once as destructive on the statement, not again on each table.
-            if item.sql:
-                item.tables = _table_event_tables(item.command, item.sql, item.database)
-            item.statement_type = item.command.upper()
-        elif isinstance(item, EventRecord) and item.command in STATEMENT_COMMANDS:
+        if type(item) is not EventRecord:  # (exactly: neither class has subclasses)
+            if type(item) is Problem and raw_may_hold_secret(item.raw):
+                item.raw = masked_raw(item.raw)
+            yield item
+            continue
+        command = item.command
+        if command in STATEMENT_COMMANDS:
             c = classify(item.sql, item.database)
             item.statement_type = c.statement_type
             item.tables = c.tables
             item.fingerprint = c.fingerprint
-            item.flags |= c.flags
-            if item.command == "Prepare":
+            if c.flags:
+                item.flags |= c.flags
+            if command == "Prepare":
                 # Preparing runs nothing; the Execute that follows is what changes data.
                 item.flags.add("prepared")
             else:
                 item.destructive = c.destructive
-                if item.command == "Execute":
+                if command == "Execute":
                     item.flags.add("prepared")
                 if routines is not None and item.statement_type in _ROUTINE_TYPES:
                     _routine(item, routines)
-                if item.command == "Query" and item.statement_type in _PREPARED_TYPES:
+                if command == "Query" and item.statement_type in _PREPARED_TYPES:
                     _prepared(item)
+        elif command.startswith(TABLE_EVENT_PREFIX):
+            # A table the server opened for the statement before it: evidence of access,
+            # counted once as destructive on the statement, not again on each table.
+            if item.sql:
+                item.tables = _table_event_tables(command, item.sql, item.database)
+            item.statement_type = command.upper()
         yield item
-        if isinstance(item, EventRecord):
-            correction = _transactions(item)
-            if correction is not None:
-                yield correction
+        correction = _transactions(item)
+        if correction is not None:
+            yield correction
 
 
 def classifier_for(dialect: str) -> Callable[..., Iterator[EventRecord | Problem | FlagCorrection]]:
@@ -1372,7 +1473,12 @@ class GapFinder:
         elif new_boot and event.command != "Server start":
             detail = "the server restarted: connection ids started over"
             found.append(GapRecord("restart", self.last_time, when, event.line, event.offset, detail))
-        elif when is not None and self.last_time is not None and when < self.last_time - _BACKWARDS:
+        elif (
+            when is not None
+            and when is not self.last_time  # (records of one second share one time object)
+            and self.last_time is not None
+            and when < self.last_time - _BACKWARDS
+        ):
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
             found.append(GapRecord("time_backwards", self.last_time, when, event.line, event.offset, detail))
         if (

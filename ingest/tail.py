@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import gzip
 import hashlib
 import io
@@ -514,6 +515,10 @@ def in_second_process(produce: Callable[[], Iterator[T]]) -> Generator[T, None, 
     pid = os.fork()
     if pid == 0:  # the child
         _die_with(parent)
+        # Everything inherited (Django, the modules, sqlglot's tables, the classifier's caches)
+        # lives as long as the child: out of the collector's sight, its full collections look
+        # only at what the read makes (15% of the parsing process's CPU on mariadb-slap's log).
+        gc.freeze()
         os.close(read_end)
         status = 0
         with os.fdopen(write_end, "wb", buffering=1 << 20) as out:

@@ -179,3 +179,51 @@ def test_ids_starting_over_without_a_banner_start_a_new_boot() -> None:
     assert boots[0] == boots[1] == boots[2] != boots[3]
     assert events[3].session.boot == events[4].session.boot
     assert events[1].session.key != events[4].session.key  # two connections 500, two sessions
+
+
+# The tracker's short path (SessionTracker._statement) for a statement on a known connection, and
+# its full path (_event), must make the same event: a record with a detail (`extra`) takes the full
+# path, the same record without one the short path.
+_SAME_FIELDS = (
+    "occurred_at", "server", "connection_id", "user", "host", "ip", "database", "command", "sql", "raw",
+    "line", "offset", "statement_type", "tables", "destructive", "flags", "fingerprint", "rows_affected",
+    "status", "attribution", "definer",
+)  # fmt: skip
+
+
+def _session_of(statements: list[LogRecord], connect: bool) -> list[EventRecord]:
+    login = rec(7, "Connect", b"bob@db2 on shop using TCP/IP", T0, user="bob", host="db2", database="shop")
+    return run([*([login] if connect else []), *statements])
+
+
+def test_the_short_path_and_the_full_path_make_the_same_events() -> None:
+    statements = [
+        (b"DELETE FROM orders", "Query"),
+        (b"CREATE USER u IDENTIFIED BY 'hunter2'", "Query"),
+        (b"USE billing", "Query"),
+        (b"DELETE FROM invoices WHERE id = 1", "Query"),
+        (b"billing", "Init DB"),
+        (b"", "Quit"),
+    ]
+    for connect in (True, False):
+        short = _session_of([rec(7, command, arg, T0) for arg, command in statements], connect)
+        full = _session_of(
+            [rec(7, command, arg, T0, extra={"note": "x"}) for arg, command in statements], connect
+        )
+        assert len(short) == len(full) == len(statements) + connect
+        for a, b in zip(short, full, strict=True):
+            assert [getattr(a, f) for f in _SAME_FIELDS] == [getattr(b, f) for f in _SAME_FIELDS]
+            assert a.session.key == b.session.key
+        assert short[3 + connect].tables == ("billing.invoices",)  # after USE billing
+        assert ("unattributed" in short[connect].flags) is not connect
+        assert "secret_masked" in short[1 + connect].flags
+
+
+def test_a_statement_repeated_byte_for_byte_is_masked_every_time() -> None:
+    secret = b"SET PASSWORD FOR bob = PASSWORD('hunter2')"
+    events = run([rec(7, "Query", secret, T0), rec(7, "Query", secret, T0), rec(8, "Query", secret, T0)])
+    assert len(events) == 3
+    for event in events:
+        assert "hunter2" not in event.sql and "*****" in event.sql
+        assert "secret_masked" in event.flags
+        assert event.raw == secret  # the raw bytes keep it, sealed for custody
