@@ -50,7 +50,7 @@ def join_binlogs(server: str) -> int:
             c.execute("SELECT pg_advisory_xact_lock(hashtext('auditweb binlog join ' || %s))", [server])
         state, _ = BinlogJoinState.objects.select_for_update().get_or_create(server=server)
         newest = Event.objects.aggregate(n=Max("id"))["n"] or 0
-        mine = BinlogStatement.objects.filter(transaction__server=server)
+        mine = BinlogStatement.objects.filter(server=server)  # binlog_stmt_server_to_join
         todo = Q(confidence="")
         if newest > state.events_seen:
             span = Event.objects.filter(server=server, id__gt=state.events_seen, id__lte=newest).aggregate(
@@ -129,10 +129,11 @@ def _join_window(
     the same logged statements) and write the answers set-wise: COPY into a temporary table,
     then one UPDATE ... FROM that touches only the rows whose answer changed. Plain tuples,
     no model instances: linear in the window's statements."""
-    # The transactions with a statement in the window (by the statements' time index,
-    # binlog_stmt_time: a window reads its seconds only), then all their statements.
+    # The transactions with a statement in the window (by the statements' (server, time) index,
+    # binlog_stmt_server_time: a window reads its server's seconds only, however many other
+    # servers stored rows of the same seconds), then all their statements.
     tx_ids = set(
-        BinlogStatement.objects.filter(transaction__server=server, time__range=(lo, hi)).values_list(
+        BinlogStatement.objects.filter(server=server, time__range=(lo, hi)).values_list(
             "transaction_id", flat=True
         )
     )
