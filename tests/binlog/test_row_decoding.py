@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,7 @@ def test_binlogs_whose_statements_fill_several_join_windows_are_joined_to_the_la
     if not TRUTH:
         pytest.skip("tests/fixtures/binlog_scene has no truth.json: run regenerate.py")
     monkeypatch.setattr(binlog_join, "WINDOW_STATEMENTS", 2)
+    monkeypatch.setattr(binlog_join, "WINDOW_SPAN", timedelta(0))  # a window of each second
     call_command("ingest", *(str(SCENE / n) for n in TRUTH["files"]["binlog"]), "--server", "windows",
                  stdout=io.StringIO())  # fmt: skip
     statements = BinlogStatement.objects.filter(transaction__server="windows")
