@@ -151,10 +151,8 @@ def _join_window(
             "transaction_id", flat=True
         )
     )
-    statements = list(
-        BinlogStatement.objects.filter(transaction_id__in=tx_ids).values_list(
-            "pk", "transaction_id", "index", "time", "text", "has_text", "thread_id"
-        )
+    statements = BinlogStatement.objects.filter(transaction_id__in=tx_ids).values_list(
+        "pk", "transaction_id", "index", "time", "text", "has_text", "thread_id"
     )
     transactions = list(
         BinlogTransaction.objects.filter(pk__in=tx_ids)
@@ -163,27 +161,37 @@ def _join_window(
     )
     order = {pk: n for n, (pk, _, _) in enumerate(transactions)}
     by_tx = {pk: (sid, _boot_of(commit, boots)) for pk, sid, commit in transactions}
-    rows = [
-        RowStatement(
-            key=pk,
-            transaction=tx,
-            order=order[tx],
-            index=index,
-            time=_seconds(when),
-            text=text if has_text else None,
-            thread_id=thread_id,
-            server_id=by_tx[tx][0],
-            boot=by_tx[tx][1],
+    # The row statements as the pure join's tuples, in one pass over the query's rows (not
+    # kept besides: a window's memory is its RowStatements, and each text once).
+    rows: list[RowStatement] = []
+    first, last = lo, hi
+    texts: set[str] = set()
+    threads: set[int] = set()
+    for pk, tx, index, when, text, has_text, thread_id in statements.iterator(chunk_size=5000):
+        first, last = min(first, when), max(last, when)
+        if has_text:
+            texts.add(text)
+        elif thread_id is not None:
+            threads.add(thread_id)
+        rows.append(
+            RowStatement(
+                key=pk,
+                transaction=tx,
+                order=order[tx],
+                index=index,
+                time=_seconds(when),
+                text=text if has_text else None,
+                thread_id=thread_id,
+                server_id=by_tx[tx][0],
+                boot=by_tx[tx][1],
+            )
         )
-        for pk, tx, index, when, text, has_text, thread_id in statements
-    ]
-    first = min([lo, *(s[3] for s in statements)]) - PAD
-    last = max([hi, *(s[3] for s in statements)]) + PAD
+    first, last = first - PAD, last + PAD
     # Only the events that can be candidates, not a busy server's every SELECT of those seconds:
-    # the same fingerprint as a row statement's text (same text means same fingerprint), a CALL
-    # (a routine's rows), or the connection a row statement without text names.
-    maybe = Q(statement_type="CALL") | Q(fingerprint__in={fingerprint(s[4]) for s in statements if s[5]})
-    threads = {s[6] for s in statements if not s[5] and s[6] is not None}
+    # the same fingerprint as a row statement's text (same text means same fingerprint: each
+    # distinct text fingerprinted once), a CALL (a routine's rows), or the connection a row
+    # statement without text names.
+    maybe = Q(statement_type="CALL") | Q(fingerprint__in={fingerprint(t) for t in texts})
     if threads:
         maybe |= Q(connection_id__in=threads)
     events = (
@@ -225,7 +233,7 @@ def _join_window(
             unlinked = BinlogStatement.Confidence.UNLINKED
             answers.append((r.row_statement, None, unlinked, [r.reason], near, r.reason[:300]))
     _write(answers)
-    return {s[0] for s in statements}
+    return set(row_of)
 
 
 def _write(answers: list[tuple]) -> None:
