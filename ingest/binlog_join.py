@@ -12,7 +12,7 @@ for rows that nothing explains.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
@@ -29,7 +29,7 @@ PAD = timedelta(seconds=2)  # the join's one second of slack, and one more for a
 WINDOW_GAP = timedelta(seconds=60)  # statements closer than this are joined in one window
 WINDOW_STATEMENTS = 5000  # a window is cut once it has this many (at a second's end) ...
 WINDOW_SPAN = 2 * PAD  # ... and owns this many seconds (its padding then costs it at most double)
-WINDOW_MOST = 50_000  # ... or, in seconds denser than that, this many statements
+WINDOW_MOST = 50_000  # ... or it reads this many with its padding (seconds denser than that)
 
 
 def join_binlogs(server: str) -> int:
@@ -83,19 +83,27 @@ def _join_times(server: str, times: list[datetime]) -> int:
         # two seconds each side as well, so every statement was read (and joined) about five
         # times over where thousands share each second (issue 21's bench: 3.7 times); now at
         # most about twice where they are spread evenly (a window's own seconds at least as
-        # many as its padding's), and a window holds about WINDOW_MOST statements at most,
-        # plus its padding.
+        # many as its padding's). Memory: a window with its padding holds about WINDOW_MOST
+        # statements at most (or one second and its padding, where those alone hold more).
         n = i - start
         full = (
             i < len(times)
             and times[i] != times[i - 1]
             and n >= WINDOW_STATEMENTS
-            and (times[i - 1] - times[start] >= WINDOW_SPAN or n >= WINDOW_MOST)
+            and (times[i - 1] - times[start] >= WINDOW_SPAN or n + _padding(times, start, i) >= WINDOW_MOST)
         )
         if i == len(times) or times[i] - times[i - 1] > WINDOW_GAP or full:
             done |= _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
             start = i
     return len(done)
+
+
+def _padding(times: list[datetime], start: int, end: int) -> int:
+    """How many of `times` (sorted) a window owning times[start:end] reads beyond them: those
+    within PAD before its first and after its last (bisected, not counted one by one)."""
+    before = start - bisect_left(times, times[start] - PAD, hi=start)
+    after = bisect_right(times, times[end - 1] + PAD, lo=end) - end
+    return before + after
 
 
 def _boot_of(when: datetime | None, boots: list[datetime]) -> Hashable:
