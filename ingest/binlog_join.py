@@ -12,7 +12,7 @@ for rows that nothing explains.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
@@ -27,7 +27,9 @@ from ingest.sql import fingerprint
 
 PAD = timedelta(seconds=2)  # the join's one second of slack, and one more for a window's edge
 WINDOW_GAP = timedelta(seconds=60)  # statements closer than this are joined in one window
-WINDOW_STATEMENTS = 5000  # a window is cut once it has this many (at a second's end)
+WINDOW_STATEMENTS = 5000  # a window is cut once it has this many (at a second's end) ...
+WINDOW_SPAN = 2 * PAD  # ... and owns this many seconds (its padding then costs it at most double)
+WINDOW_MOST = 50_000  # ... or it reads this many with its padding (seconds denser than that)
 
 
 def join_binlogs(server: str) -> int:
@@ -50,7 +52,7 @@ def join_binlogs(server: str) -> int:
             c.execute("SELECT pg_advisory_xact_lock(hashtext('auditweb binlog join ' || %s))", [server])
         state, _ = BinlogJoinState.objects.select_for_update().get_or_create(server=server)
         newest = Event.objects.aggregate(n=Max("id"))["n"] or 0
-        mine = BinlogStatement.objects.filter(transaction__server=server)
+        mine = BinlogStatement.objects.filter(server=server)  # binlog_stmt_server_to_join
         todo = Q(confidence="")
         if newest > state.events_seen:
             span = Event.objects.filter(server=server, id__gt=state.events_seen, id__lte=newest).aggregate(
@@ -77,11 +79,31 @@ def _join_times(server: str, times: list[datetime]) -> int:
         # Cut only between two seconds: a window owns whole seconds, and reads PAD beyond them,
         # so the statements of one second are read by at most the windows owning the seconds
         # around it (a handful), however many share it: linear, not windows x statements.
-        full = i < len(times) and i - start >= WINDOW_STATEMENTS and times[i] != times[i - 1]
+        # Cut only once the window spans WINDOW_SPAN too: a window of one busy second read its
+        # two seconds each side as well, so every statement was read (and joined) about five
+        # times over where thousands share each second (issue 21's bench: 3.7 times); now at
+        # most about twice where they are spread evenly (a window's own seconds at least as
+        # many as its padding's). Memory: a window with its padding holds about WINDOW_MOST
+        # statements at most (or one second and its padding, where those alone hold more).
+        n = i - start
+        full = (
+            i < len(times)
+            and times[i] != times[i - 1]
+            and n >= WINDOW_STATEMENTS
+            and (times[i - 1] - times[start] >= WINDOW_SPAN or n + _padding(times, start, i) >= WINDOW_MOST)
+        )
         if i == len(times) or times[i] - times[i - 1] > WINDOW_GAP or full:
             done |= _join_window(server, times[start] - PAD, times[i - 1] + PAD, boots, server_id)
             start = i
     return len(done)
+
+
+def _padding(times: list[datetime], start: int, end: int) -> int:
+    """How many of `times` (sorted) a window owning times[start:end] reads beyond them: those
+    within PAD before its first and after its last (bisected, not counted one by one)."""
+    before = start - bisect_left(times, times[start] - PAD, hi=start)
+    after = bisect_right(times, times[end - 1] + PAD, lo=end) - end
+    return before + after
 
 
 def _boot_of(when: datetime | None, boots: list[datetime]) -> Hashable:
@@ -129,17 +151,16 @@ def _join_window(
     the same logged statements) and write the answers set-wise: COPY into a temporary table,
     then one UPDATE ... FROM that touches only the rows whose answer changed. Plain tuples,
     no model instances: linear in the window's statements."""
-    # The transactions with a statement in the window (by the statements' time index,
-    # binlog_stmt_time: a window reads its seconds only), then all their statements.
+    # The transactions with a statement in the window (by the statements' (server, time) index,
+    # binlog_stmt_server_time: a window reads its server's seconds only, however many other
+    # servers stored rows of the same seconds), then all their statements.
     tx_ids = set(
-        BinlogStatement.objects.filter(transaction__server=server, time__range=(lo, hi)).values_list(
+        BinlogStatement.objects.filter(server=server, time__range=(lo, hi)).values_list(
             "transaction_id", flat=True
         )
     )
-    statements = list(
-        BinlogStatement.objects.filter(transaction_id__in=tx_ids).values_list(
-            "pk", "transaction_id", "index", "time", "text", "has_text", "thread_id"
-        )
+    statements = BinlogStatement.objects.filter(transaction_id__in=tx_ids).values_list(
+        "pk", "transaction_id", "index", "time", "text", "has_text", "thread_id"
     )
     transactions = list(
         BinlogTransaction.objects.filter(pk__in=tx_ids)
@@ -148,27 +169,37 @@ def _join_window(
     )
     order = {pk: n for n, (pk, _, _) in enumerate(transactions)}
     by_tx = {pk: (sid, _boot_of(commit, boots)) for pk, sid, commit in transactions}
-    rows = [
-        RowStatement(
-            key=pk,
-            transaction=tx,
-            order=order[tx],
-            index=index,
-            time=_seconds(when),
-            text=text if has_text else None,
-            thread_id=thread_id,
-            server_id=by_tx[tx][0],
-            boot=by_tx[tx][1],
+    # The row statements as the pure join's tuples, in one pass over the query's rows (not
+    # kept besides: a window's memory is its RowStatements, and each text once).
+    rows: list[RowStatement] = []
+    first, last = lo, hi
+    texts: set[str] = set()
+    threads: set[int] = set()
+    for pk, tx, index, when, text, has_text, thread_id in statements.iterator(chunk_size=5000):
+        first, last = min(first, when), max(last, when)
+        if has_text:
+            texts.add(text)
+        elif thread_id is not None:
+            threads.add(thread_id)
+        rows.append(
+            RowStatement(
+                key=pk,
+                transaction=tx,
+                order=order[tx],
+                index=index,
+                time=_seconds(when),
+                text=text if has_text else None,
+                thread_id=thread_id,
+                server_id=by_tx[tx][0],
+                boot=by_tx[tx][1],
+            )
         )
-        for pk, tx, index, when, text, has_text, thread_id in statements
-    ]
-    first = min([lo, *(s[3] for s in statements)]) - PAD
-    last = max([hi, *(s[3] for s in statements)]) + PAD
+    first, last = first - PAD, last + PAD
     # Only the events that can be candidates, not a busy server's every SELECT of those seconds:
-    # the same fingerprint as a row statement's text (same text means same fingerprint), a CALL
-    # (a routine's rows), or the connection a row statement without text names.
-    maybe = Q(statement_type="CALL") | Q(fingerprint__in={fingerprint(s[4]) for s in statements if s[5]})
-    threads = {s[6] for s in statements if not s[5] and s[6] is not None}
+    # the same fingerprint as a row statement's text (same text means same fingerprint: each
+    # distinct text fingerprinted once), a CALL (a routine's rows), or the connection a row
+    # statement without text names.
+    maybe = Q(statement_type="CALL") | Q(fingerprint__in={fingerprint(t) for t in texts})
     if threads:
         maybe |= Q(connection_id__in=threads)
     events = (
@@ -210,7 +241,7 @@ def _join_window(
             unlinked = BinlogStatement.Confidence.UNLINKED
             answers.append((r.row_statement, None, unlinked, [r.reason], near, r.reason[:300]))
     _write(answers)
-    return {s[0] for s in statements}
+    return set(row_of)
 
 
 def _write(answers: list[tuple]) -> None:

@@ -232,8 +232,8 @@ def store_batch(
 _COPY = {
     "ingest_binlogtransaction": 'id, file_id, server, file_name, start, "end", gtid, server_id,'
     " thread_id, commit_time, ended_by, rows",
-    "ingest_binlogstatement": "id, transaction_id, index, time, text, has_text, text_length, thread_id,"
-    " rows, event_id, confidence, evidence, candidates, reason",
+    "ingest_binlogstatement": "id, transaction_id, server, index, time, text, has_text, text_length,"
+    " thread_id, rows, event_id, confidence, evidence, candidates, reason",
     "ingest_binlogchange": 'statement_id, "table", change, rows, table_map_position, positions',
 }
 
@@ -266,8 +266,8 @@ def _store_transactions(binlog: BinlogFile, transactions: Iterable[Transaction])
     statement_ids = _ids("ingest_binlogstatement", len(statements))
     no_evidence = Jsonb([])
     statement_rows = [
-        (pk, tx_id, i, _time(s.time), storable(s.text or ""), s.text is not None, s.text_length,
-         thread_id, s.rows, None, "", no_evidence, [], "")
+        (pk, tx_id, binlog.server, i, _time(s.time), storable(s.text or ""), s.text is not None,
+         s.text_length, thread_id, s.rows, None, "", no_evidence, [], "")
         for pk, (tx_id, i, s, thread_id) in zip(statement_ids, statements, strict=True)
     ]  # fmt: skip
     change_rows = [

@@ -692,6 +692,9 @@ class BinlogStatement(models.Model):
     SURE = (Confidence.THREAD_ID, Confidence.UNIQUE, Confidence.ORDERED)
 
     transaction = models.ForeignKey(BinlogTransaction, on_delete=models.CASCADE, related_name="statements")
+    # Its transaction's server, kept here too: the join's windows read one server's seconds by
+    # the indexes below, not every server's rows of those seconds filtered afterwards.
+    server = models.CharField(max_length=200)
     index = models.IntegerField(help_text="Its place in the transaction (0, 1, ...)")
     time = models.DateTimeField(help_text="When it began, to the second (server clock)")
     text = models.TextField(blank=True, help_text="The annotate rows text; empty when the binlog has none")
@@ -716,12 +719,13 @@ class BinlogStatement(models.Model):
             ),
             # The same for an event that is one of several candidates.
             GinIndex(fields=["candidates"], name="binlog_stmt_candidates"),
-            # The join's windows: every statement of some seconds (they compete for the same events).
-            models.Index(fields=["time"], name="binlog_stmt_time"),
+            # The join's windows: every statement of a server's seconds (they compete for the
+            # same events); other servers' rows of those seconds are not read.
+            models.Index(fields=["server", "time"], name="binlog_stmt_server_time"),
             # The join's work: statements not joined yet, or not for sure (a log may come later).
             models.Index(
-                fields=["time"],
-                name="binlog_stmt_to_join",
+                fields=["server", "time"],
+                name="binlog_stmt_server_to_join",
                 condition=models.Q(confidence__in=["", "ambiguous", "unlinked"]),
             ),
         ]

@@ -314,7 +314,7 @@ def unexplained(server: str | None = None, table: str | None = None) -> QuerySet
     scheduler job, a statement the logs lack), newest first: they stay visible."""
     found = BinlogStatement.objects.filter(confidence=BinlogStatement.Confidence.UNLINKED)
     if server:
-        found = found.filter(transaction__server=server)
+        found = found.filter(server=server)
     if table:
         found = found.filter(pk__in=BinlogChange.objects.filter(table=table).values("statement_id"))
     return found.select_related("transaction").prefetch_related("changes").order_by("-time", "-id")

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.db.models import F
 
 from ingest.binlog_join import join_binlogs
 from ingest.follow import ingest_source
@@ -391,3 +392,51 @@ def test_rows_no_statement_explains_stay_visible(scene: None, investigator_clien
         .count("/binlog/statements/")
         == 0
     )
+
+
+def _links(server: str) -> dict[tuple[str, int, int], tuple]:
+    """The join's answer for each of the server's row statements (by file, position and place),
+    with the events named by their rank among the server's events (a copy's ids differ)."""
+    rank = {
+        pk: n
+        for n, pk in enumerate(
+            Event.objects.filter(server=server).order_by("id").values_list("id", flat=True)
+        )
+    }
+    answers = BinlogStatement.objects.filter(transaction__server=server).values_list(
+        "transaction__file_name",
+        "transaction__start",
+        "index",
+        "event_id",
+        "confidence",
+        "candidates",
+        "reason",
+    )
+    return {
+        (name, start, index): (rank[event] if event is not None else None, confidence,
+                               sorted(rank[c] for c in candidates), reason)
+        for name, start, index, event, confidence, candidates, reason in answers
+    }  # fmt: skip
+
+
+def test_another_servers_copy_of_the_same_binlog_changes_nothing_in_a_servers_join(scene: None) -> None:
+    # Issue 21: the join's windows read their own server's statements only. Another server label
+    # with the same binlogs and general log stores rows of the very same seconds.
+    alone = _links(SERVER)
+    assert any(event is not None for event, *_ in alone.values())  # some links to compare
+    out = io.StringIO()
+    call_command(
+        "ingest", *(str(SCENE / n) for n in _scene_in_this_order()), "--server", "scene-copy", stdout=out
+    )
+    assert "binlog row statements joined" in out.getvalue()
+    assert _links("scene-copy") == alone  # the copy joined to its own events, as the first was
+    linked = BinlogStatement.objects.filter(server="scene-copy", event_id__isnull=False)
+    copy_events = set(Event.objects.filter(server="scene-copy").values_list("id", flat=True))
+    assert set(linked.values_list("event_id", flat=True)) <= copy_events
+    # The first server's join again from scratch, with the copy stored: the same answers.
+    mine = BinlogStatement.objects.filter(server=SERVER)
+    mine.update(event_id=None, confidence="", evidence=[], candidates=[], reason="")
+    assert join_binlogs(SERVER) == mine.count()
+    assert _links(SERVER) == alone
+    # Each statement keeps its transaction's server (the column the windows' index leads with).
+    assert not BinlogStatement.objects.exclude(server=F("transaction__server")).exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,7 @@ def test_binlogs_whose_statements_fill_several_join_windows_are_joined_to_the_la
     if not TRUTH:
         pytest.skip("tests/fixtures/binlog_scene has no truth.json: run regenerate.py")
     monkeypatch.setattr(binlog_join, "WINDOW_STATEMENTS", 2)
+    monkeypatch.setattr(binlog_join, "WINDOW_SPAN", timedelta(0))  # a window of each second
     call_command("ingest", *(str(SCENE / n) for n in TRUTH["files"]["binlog"]), "--server", "windows",
                  stdout=io.StringIO())  # fmt: skip
     statements = BinlogStatement.objects.filter(transaction__server="windows")
@@ -322,3 +324,30 @@ def test_decoders_of_the_same_columns_share_their_generated_key_readers(monkeypa
     monkeypatch.setattr(rows, "MASKS_MAX", 1)  # the bound: emptied when full, never refused
     monkeypatch.setattr(rows, "_key_functions", {})
     assert read_all() == first and len(rows._key_functions) <= 1
+
+
+@pytest.mark.django_db
+def test_a_join_window_of_busy_seconds_owns_several_unless_its_reads_pass_the_bound(monkeypatch: Any) -> None:
+    """Issue 21: a window cut at each busy second read two seconds each side too (every
+    statement joined about five times); a window now owns WINDOW_SPAN seconds, unless what it
+    reads with its padding reaches WINDOW_MOST."""
+    t0 = datetime(2026, 11, 25, 7, 35, 2, tzinfo=UTC)
+    times = [t0 + timedelta(seconds=s) for s in (0, 0, 0, 1, 1, 1, 2, 2, 2, 5, 5, 5)]
+    windows: list[tuple[datetime, datetime]] = []
+
+    def seen(server: str, lo: datetime, hi: datetime, boots: Any, server_id: Any) -> set[int]:
+        windows.append((lo, hi))
+        return {n for n, t in enumerate(times) if lo <= t <= hi}
+
+    monkeypatch.setattr(binlog_join, "_join_window", seen)
+    monkeypatch.setattr(binlog_join, "WINDOW_STATEMENTS", 2)
+    pad = binlog_join.PAD
+    assert binlog_join._padding(times, 3, 6) == 6  # the seconds 0 and 2 around second 1
+    assert binlog_join._join_times("nowhere", times) == len(times)
+    # Each second has enough statements, but not 4 s: one window owns them all.
+    assert windows == [(t0 - pad, times[-1] + pad)]
+    windows.clear()
+    monkeypatch.setattr(binlog_join, "WINDOW_MOST", 9)  # second 0: 3 of its own, 6 within 2 s after
+    assert binlog_join._join_times("nowhere", times) == len(times)
+    assert windows[0] == (t0 - pad, t0 + pad)  # cut after its first second
+    assert len(windows) > 1
