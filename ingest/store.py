@@ -1,4 +1,7 @@
-"""The store writer: batches of normalized events into PostgreSQL with binary COPY.
+"""The store writer: batches of normalized events into PostgreSQL with COPY.
+
+Each batch's statements are added to the statement dictionary (ingest_statement) first, those
+that are new only, and its events copied as narrow rows into ingest_event_row (issue 22).
 
 Idempotent: a batch is first copied straight into the event table (the fast
 path). If any of its records is stored already, the unique index on the record
@@ -24,11 +27,24 @@ from ingest.events import EventRecord, FlagCorrection, session_id_of
 from ingest.models import Event, SourceFile
 from ingest.normalize import _SESSION_SWITCHES
 from ingest.partitions import ensure_event_partitions
-from ingest.rows import EVENT_COLUMNS, FormattedBatch, RowFormatter
+from ingest.rows import ROW_COLUMNS, FormattedBatch, RowFormatter, StatementRow, statement_id
 from ingest.sql import log_switches
 
-_COLUMN_LIST = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
-_COLUMNS = SQL(", ").join(map(Identifier, EVENT_COLUMNS))  # the same, for psycopg.sql
+_COLUMN_LIST = ", ".join(f'"{c}"' for c in ROW_COLUMNS)
+_COLUMNS = SQL(", ").join(map(Identifier, ROW_COLUMNS))  # the same, for psycopg.sql
+
+# The statements of a batch the dictionary may not hold yet, added with the ids their rows name;
+# one whose id another statement holds already is not, and is looked for again (see _statements).
+_STATEMENT_INSERT = """
+INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
+SELECT i, k, d, t, tables::varchar[], x, f, q
+FROM unnest(%s::int8[], %s::bytea[], %s::varchar[], %s::varchar[], %s::text[], %s::bool[], %s::text[],
+            %s::text[]) AS s(i, k, d, t, tables, x, f, q)  -- (tables: each an array literal)
+ON CONFLICT DO NOTHING
+"""
+_STATEMENT_FIND = "SELECT key, id FROM ingest_statement WHERE key = ANY(%s)"
+_STATEMENT_ATTEMPTS = 64  # ids tried per statement: a 64-bit id taken already is rare enough
+_STATEMENT_CACHE_SIZE = 200_000  # statements whose ids this process knows are committed
 
 _SESSION_UPSERT = """
 INSERT INTO ingest_session
@@ -58,7 +74,7 @@ ON CONFLICT (key) DO UPDATE SET
 # The slow path: a batch some of whose events are stored already. _COLUMN_LIST is a constant.
 _INSERT_NEW = f"""
 WITH new AS (
-    INSERT INTO ingest_event ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
+    INSERT INTO ingest_event_row ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
     ORDER BY line ON CONFLICT DO NOTHING
     RETURNING id, server, occurred_at, record_hash, destructive, flags, line
 ), alerts AS (
@@ -71,8 +87,13 @@ SELECT id, record_hash FROM new ORDER BY id
 
 COPY_CHUNK_BYTES = 1 << 20  # of a batch's COPY lines (ingest.rows) sent to PostgreSQL in one write
 
-# Where each column sits in a COPY line (for the lines of a batch's new events, on the slow path).
-_RECORD_HASH_FIELD = EVENT_COLUMNS.index("record_hash")
+# Where each column sits in a narrow COPY line (for a batch's new events, on the slow path).
+_RECORD_HASH_FIELD = ROW_COLUMNS.index("record_hash")
+
+
+def _array_literal(items: Sequence[str]) -> str:
+    """A text[] literal: every element double-quoted, its quotes and backslashes escaped."""
+    return "{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items) + "}"
 
 
 # Switch-offs looked at, newest first, when a statement switches a log back on.
@@ -115,6 +136,8 @@ class EventWriter:
         self.source_file_id = source_file_id
         self.ingest_run_id = ingest_run_id
         self._source_id: int | None = None
+        # Statement keys whose ids are known to be in the dictionary (committed), and their ids.
+        self._statement_ids: dict[bytes, int] = {}
 
     @property
     def source_id(self) -> int:
@@ -135,13 +158,14 @@ class EventWriter:
             return 0
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
+        narrow = self._add_statements(batch.statements, batch.narrow)
         if not self.slow_path:
             # COPY returns no ids: the batch's rows get ids after this one (and up to the
             # sequence's value after the COPY, in the order of the lines), which its link records.
             id_after = self._event_id("nextval")
             try:
                 with transaction.atomic():
-                    self._copy("ingest_event", batch.copy)
+                    self._copy("ingest_event_row", narrow)
             except psycopg.errors.UniqueViolation:
                 self.slow_path = True
             except Exception as e:  # Django wraps driver errors; look at the cause.
@@ -152,7 +176,50 @@ class EventWriter:
                 raise_event_alerts(batch.alerts)
                 self._chain(batch.lines, id_after, self._event_id("currval"), batch.offsets)
                 return batch.count
-        return self._insert_new(batch)
+        return self._insert_new(batch, narrow)
+
+    def _add_statements(self, statements: Sequence[StatementRow], narrow: bytes) -> bytes:
+        """Add the batch's statements the dictionary does not hold yet; return its narrow rows,
+        with the id of any statement that is stored under another id than the one they name.
+
+        1. Statements this process saw committed are known. The others are looked up by key.
+        2. Those not found are inserted with the id their rows name (ON CONFLICT DO NOTHING: a
+           writer adding the same statement at the same time waits for the other to commit,
+           and then finds it), and looked up again.
+        3. One still not found had its id taken by another statement: it is tried with the next
+           id of its key (statement_id(key, attempt)), and its rows renumbered.
+        """
+        known = self._statement_ids
+        wanted = {row[1]: row for row in statements if row[1] not in known}
+        if not wanted:
+            return narrow
+        found: dict[bytes, int] = {}
+        rows = sorted(wanted.values())  # in the order of ids: concurrent writers lock alike
+        with connection.cursor() as cur:
+            cur.execute(_STATEMENT_FIND, [list(wanted)])
+            found.update((bytes(key), number) for key, number in cur.fetchall())
+            for attempt in range(_STATEMENT_ATTEMPTS):
+                rows = [row for row in rows if row[1] not in found]
+                if not rows:
+                    break
+                if attempt:
+                    rows = sorted((statement_id(row[1], attempt), *row[1:]) for row in rows)
+                columns: list[list[Any]] = [list(column) for column in zip(*rows, strict=True)]
+                columns[4] = [_array_literal(tables) for tables in columns[4]]
+                cur.execute(_STATEMENT_INSERT, columns)
+                cur.execute(_STATEMENT_FIND, [[row[1] for row in rows]])
+                found.update((bytes(key), number) for key, number in cur.fetchall())
+            else:
+                raise RuntimeError(f"no free statement id for {len(rows)} statements")
+        for key, number in found.items():
+            named = wanted[key][0]
+            if number != named:  # (the statement id is the last column of each line)
+                narrow = narrow.replace(b"\t%d\n" % named, b"\t%d\n" % number)
+        if len(known) > _STATEMENT_CACHE_SIZE:
+            known.clear()
+        # Known once committed: a batch rolled back takes its statements along.
+        transaction.on_commit(lambda: known.update(found))
+        return narrow
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
@@ -166,7 +233,7 @@ class EventWriter:
             with connection.cursor() as cur:
                 if timed:
                     cur.execute(
-                        "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                        "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
                         " WHERE (occurred_at, record_hash) IN"
                         " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
                         " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash, source_file_id",
@@ -175,7 +242,7 @@ class EventWriter:
                     changed += cur.fetchall()
                 if untimed:
                     cur.execute(
-                        "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                        "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
                         " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))"
                         " RETURNING occurred_at, record_hash, source_file_id",
                         [c.flag, untimed, c.flag],
@@ -212,8 +279,8 @@ class EventWriter:
     def _event_id(self, function: str) -> int:
         """nextval or currval of the events' id sequence (`function` is one of those two names)."""
         statement = {
-            "nextval": "SELECT nextval(pg_get_serial_sequence('ingest_event', 'id'))",
-            "currval": "SELECT currval(pg_get_serial_sequence('ingest_event', 'id'))",
+            "nextval": "SELECT nextval(pg_get_serial_sequence('ingest_event_row', 'id'))",
+            "currval": "SELECT currval(pg_get_serial_sequence('ingest_event_row', 'id'))",
         }[function]
         with connection.cursor() as cur:
             cur.execute(statement)
@@ -230,24 +297,28 @@ class EventWriter:
             offsets=offsets,
         )
 
-    def _insert_new(self, batch: FormattedBatch) -> int:
+    def _insert_new(self, batch: FormattedBatch, narrow: bytes) -> int:
         with connection.cursor() as cur:
             staging = SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS"
-                " SELECT {} FROM ingest_event WITH NO DATA"
+                " SELECT {} FROM ingest_event_row WITH NO DATA"
             ).format(_COLUMNS)
             cur.execute(staging.as_string(connection.connection))
             cur.execute("TRUNCATE event_staging")
-        self._copy("event_staging", batch.copy)
+        self._copy("event_staging", narrow)
         with connection.cursor() as cur:
             # _COLUMN_LIST is a constant of this module, not input.
             # Only the events new to the store raise alerts: those the insert returns.
             cur.execute(_INSERT_NEW)
             new = cur.fetchall()
         if new:
-            # The chain records the new events' lines, in the order of their ids.
+            # The chain records the new events' (wide) lines, in the order of their ids; the
+            # narrow rows are in the same order as those, and hold the record hash.
             field = _RECORD_HASH_FIELD
-            by_hash = {line.split(b"\t", field + 1)[field][3:]: line for line in batch.lines}
+            by_hash = {
+                row.split(b"\t", field + 1)[field][3:]: line
+                for row, line in zip(narrow.splitlines(), batch.lines, strict=True)
+            }
             lines = [by_hash[bytes(record_hash).hex().encode()] for _, record_hash in new]
             self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets)
         return len(new)
