@@ -8,7 +8,9 @@ For a change that must keep the figures (a renovation): each file is ingested by
 database of a private PostgreSQL cluster that this script starts (so its CPU seconds are the
 ingest's alone, whatever else the machine runs). Per run it counts wall seconds, CPU seconds
 of the ingest command (its parsing process included) and CPU seconds of PostgreSQL (every
-process of the private cluster), and keeps the minimum of the rounds. The general log is also
+process of the private cluster), and keeps the minimum of the rounds; and the bytes the events
+take in PostgreSQL (every table whose name begins with ingest_event, their partitions, the
+statement dictionary, with their indexes and TOAST), per GB of the log. The general log is also
 read by `pt-query-digest --type genlog --no-report` in every round, so the ratio to the peer
 tool comes from the same run. The other formats are written from the general log's traffic as
 bench/formats_bench.py writes them, until each file holds --mb MB. Both checkouts must store the
@@ -105,6 +107,15 @@ def timed_command(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
     return {"wall": wall, "cpu": float(user) + float(system), "peak_rss_mib": int(rss) / 1024}
 
 
+# The events' bytes in PostgreSQL: the event table's partitions (a partitioned parent has none of
+# its own), the statement dictionary (issue 22), each with its indexes and TOAST.
+STORE_BYTES = """
+SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'public'
+WHERE c.relkind = 'r' AND (c.relname LIKE 'ingest\\_event%' OR c.relname = 'ingest_statement')
+"""
+
+
 def ingest(cluster: Cluster, tree: Path, template: str, path: Path, fmt: str, python: str) -> dict:
     db = f"run_{os.getpid()}_{time.monotonic_ns()}"
     cluster.psql(f'CREATE DATABASE "{db}" TEMPLATE "{template}"')
@@ -115,6 +126,7 @@ def ingest(cluster: Cluster, tree: Path, template: str, path: Path, fmt: str, py
         result = timed_command(argv, tree, env)
         result["pg_cpu"] = cluster.cpu_seconds() - pg_before
         result["events"] = int(cluster.psql("SELECT count(*) FROM ingest_event", db))
+        result["store_bytes"] = int(cluster.psql(STORE_BYTES, db))
         return result
     finally:
         cluster.psql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
@@ -186,7 +198,7 @@ def main() -> int:
             raise SystemExit(f"{fmt}: the checkouts stored different numbers of events: {sorted(counts)}")
         summary[fmt] = {
             name: {key: min(r[key] for r in runs) for key in ("wall", "cpu", "pg_cpu", "peak_rss_mib")}
-            | {"events": runs[0]["events"]}
+            | {"events": runs[0]["events"], "store_bytes": runs[0].get("store_bytes", 0)}
             for name, runs in by_tree.items()
         }
     pt_best = min((p["wall"] for p in pt), default=None)
@@ -200,16 +212,18 @@ def main() -> int:
     (OUT / "compare.json").write_text(json.dumps(record, indent=2))
     print(
         "| file | checkout | events | wall s | events/s | vs pt-query-digest | ingest CPU s"
-        " | PostgreSQL CPU s |"
+        " | PostgreSQL CPU s | PostgreSQL MB | MB per GB of log |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for fmt, by_tree in summary.items():
         for name, m in by_tree.items():
             rate = m["events"] / m["wall"]
             # the same file read by both: the ratio of rates is the ratio of times
             ratio = f"{pt_best / m['wall']:.2f}x" if pt_best and fmt == "general-log" else ""
+            stored = m["store_bytes"] / 1e6
+            per_gb = stored / (inputs[fmt].stat().st_size / 1e9)
             print(f"| {fmt} | {name} | {m['events']:,} | {m['wall']:.2f} | {rate:,.0f} | {ratio} "
-                  f"| {m['cpu']:.2f} | {m['pg_cpu']:.2f} |")  # fmt: skip
+                  f"| {m['cpu']:.2f} | {m['pg_cpu']:.2f} | {stored:,.1f} | {per_gb:,.0f} |")  # fmt: skip
     if pt_best:
         print(f"pt-query-digest --type genlog --no-report: {pt_best:.2f} s (min of {len(pt)})")
     return 0

@@ -300,11 +300,12 @@ class Statement(models.Model):
 
     `key` is a digest of every value below (ingest.rows.statement_key, and the SQL function
     ingest_statement_key of migration 0023): two events share a statement only when all of them
-    are equal. `id` is the key's first 8 bytes (another digest of it should those be taken), so
-    the parsing process knows it without asking the database."""
+    are equal. `id` is the key's first 8 bytes (or the next of the key's ids, statement_id(key,
+    attempt), should those be another key's), so the parsing process knows it without asking the
+    database, and a statement is found by its id alone: the key has no index."""
 
     id = models.BigIntegerField(primary_key=True)
-    key = models.BinaryField(max_length=16, unique=True)
+    key = models.BinaryField(max_length=16)
     database = models.CharField(max_length=200, null=True)
     statement_type = models.CharField(max_length=60, blank=True)
     tables = ArrayField(models.CharField(max_length=400), default=list)

@@ -210,6 +210,7 @@ class RowFormatter:
         # Statements by their values (database, type, tables, destructive, fingerprint, sql):
         # their id as formatted, and their row for the dictionary.
         self._statements: dict[tuple[object, ...], tuple[str, StatementRow]] = {}
+        self._named: dict[int, bytes] = {}  # the keys of the ids named (two keys, two ids)
         self._batch_statements: dict[int, StatementRow] = {}
         self._narrow: list[str] = []
         self._alerts: list[AlertLine] = []
@@ -222,6 +223,8 @@ class RowFormatter:
         for cache in (self._who, self._what, self._session_ids, self._statements):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
+        if not self._statements:
+            self._named.clear()
         sessions = {e.session.key: e.session for e in events}
         self._alerts = []
         self._months = set()
@@ -305,7 +308,10 @@ class RowFormatter:
             stored_tables = [t if len(t) <= 400 else _bounded(t, 400) for t in tables]
             fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
             key = statement_key(stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
-            number = statement_id(key)
+            number, attempt = statement_id(key), 0
+            while self._named.setdefault(number, key) != key:  # (its first id is another key's)
+                attempt += 1
+                number = statement_id(key, attempt)
             row = (number, key, stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
             found = self._statements[values] = (str(number), row)
         self._batch_statements.setdefault(found[1][0], found[1])

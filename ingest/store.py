@@ -12,6 +12,7 @@ such conflict the writer stays on the slow path for the rest of the file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -33,16 +34,17 @@ from ingest.sql import log_switches
 _COLUMN_LIST = ", ".join(f'"{c}"' for c in ROW_COLUMNS)
 _COLUMNS = SQL(", ").join(map(Identifier, ROW_COLUMNS))  # the same, for psycopg.sql
 
-# The statements of a batch the dictionary may not hold yet, added with the ids their rows name;
-# one whose id another statement holds already is not, and is looked for again (see _statements).
+# The statements of a batch the dictionary may not hold yet, each added under the id its key
+# tries now (ingest.rows.statement_id): one whose id is taken already is not, and is looked at again.
 _STATEMENT_INSERT = """
 INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
 SELECT i, k, d, t, tables::varchar[], x, f, q
 FROM unnest(%s::int8[], %s::bytea[], %s::varchar[], %s::varchar[], %s::text[], %s::bool[], %s::text[],
             %s::text[]) AS s(i, k, d, t, tables, x, f, q)  -- (tables: each an array literal)
-ON CONFLICT DO NOTHING
+ON CONFLICT (id) DO NOTHING
 """
-_STATEMENT_FIND = "SELECT key, id FROM ingest_statement WHERE key = ANY(%s)"
+_STATEMENT_KEYS = "SELECT id, key FROM ingest_statement WHERE id = ANY(%s)"
+_LAST_COLUMN = re.compile(rb"\t(-?[0-9]+)\n")  # a narrow line's statement id (values hold no newline)
 _STATEMENT_ATTEMPTS = 64  # ids tried per statement: a 64-bit id taken already is rare enough
 _STATEMENT_CACHE_SIZE = 200_000  # statements whose ids this process knows are committed
 
@@ -182,44 +184,66 @@ class EventWriter:
         """Add the batch's statements the dictionary does not hold yet; return its narrow rows,
         with the id of any statement that is stored under another id than the one they name.
 
-        1. Statements this process saw committed are known. The others are looked up by key.
-        2. Those not found are inserted with the id their rows name (ON CONFLICT DO NOTHING: a
-           writer adding the same statement at the same time waits for the other to commit,
-           and then finds it), and looked up again.
-        3. One still not found had its id taken by another statement: it is tried with the next
-           id of its key (statement_id(key, attempt)), and its rows renumbered.
+        A key's ids are tried in order (statement_id(key, 0), (key, 1)...); its statement is
+        under the first that is free or holds the key (statements are never deleted). Each round:
+        1. Read the keys under the ids tried now: an id that holds its key is found; one that
+           holds another key sends its key to its next id.
+        2. Insert the statements whose id is free (ON CONFLICT DO NOTHING, in the order of their
+           ids: a writer adding the same statement at the same time waits for the other to
+           commit, and concurrent writers lock alike), and read them back as in 1.
+        Statements this process saw committed are known already; the rows name each statement's
+        first id, and are renumbered for one found under another (rare: a 64-bit id taken).
         """
         known = self._statement_ids
-        wanted = {row[1]: row for row in statements if row[1] not in known}
-        if not wanted:
-            return narrow
+        rows = {row[1]: row for row in statements if row[1] not in known}
+        attempts = dict.fromkeys(rows, 0)
         found: dict[bytes, int] = {}
-        rows = sorted(wanted.values())  # in the order of ids: concurrent writers lock alike
         with connection.cursor() as cur:
-            cur.execute(_STATEMENT_FIND, [list(wanted)])
-            found.update((bytes(key), number) for key, number in cur.fetchall())
-            for attempt in range(_STATEMENT_ATTEMPTS):
-                rows = [row for row in rows if row[1] not in found]
-                if not rows:
+            for _ in range(_STATEMENT_ATTEMPTS):
+                if not attempts:
                     break
-                if attempt:
-                    rows = sorted((statement_id(row[1], attempt), *row[1:]) for row in rows)
-                columns: list[list[Any]] = [list(column) for column in zip(*rows, strict=True)]
-                columns[4] = [_array_literal(tables) for tables in columns[4]]
-                cur.execute(_STATEMENT_INSERT, columns)
-                cur.execute(_STATEMENT_FIND, [[row[1] for row in rows]])
-                found.update((bytes(key), number) for key, number in cur.fetchall())
+                trying: dict[int, bytes] = {}
+                for key, attempt in sorted(attempts.items()):
+                    # (two keys trying one id in the same round: the second waits for the next)
+                    trying.setdefault(statement_id(key, attempt), key)
+                held = self._held(cur, list(trying))
+                free = [number for number in trying if number not in held]
+                if free:
+                    new = [(number, *rows[trying[number]][1:]) for number in sorted(free)]
+                    columns: list[list[Any]] = [list(column) for column in zip(*new, strict=True)]
+                    columns[4] = [_array_literal(tables) for tables in columns[4]]
+                    cur.execute(_STATEMENT_INSERT, columns)
+                    held.update(self._held(cur, free))
+                for number, key in trying.items():
+                    if held[number] == key:
+                        found[key] = number
+                        del attempts[key]
+                    else:
+                        attempts[key] += 1
             else:
-                raise RuntimeError(f"no free statement id for {len(rows)} statements")
-        for key, number in found.items():
-            named = wanted[key][0]
-            if number != named:  # (the statement id is the last column of each line)
-                narrow = narrow.replace(b"\t%d\n" % named, b"\t%d\n" % number)
+                raise RuntimeError(f"no free statement id for {len(attempts)} statements")
+        # The statement id is the last column of each line; the rows named each statement's id
+        # as the formatter guessed it (ingest.rows.statement_id): renumbered where it is not.
+        stored = {row[1]: known[row[1]] if row[1] in known else found[row[1]] for row in statements}
+        renumber = {row[0]: stored[row[1]] for row in statements if stored[row[1]] != row[0]}
+        if renumber:
+
+            def renumbered(match: re.Match[bytes]) -> bytes:
+                named = int(match[1])
+                return b"\t%d\n" % renumber.get(named, named)
+
+            narrow = _LAST_COLUMN.sub(renumbered, narrow)
         if len(known) > _STATEMENT_CACHE_SIZE:
             known.clear()
-        # Known once committed: a batch rolled back takes its statements along.
-        transaction.on_commit(lambda: known.update(found))
+        if found:  # known once committed: a batch rolled back takes its statements along
+            transaction.on_commit(lambda: known.update(found))
         return narrow
+
+    @staticmethod
+    def _held(cur: Any, numbers: list[int]) -> dict[int, bytes]:
+        """The keys of the statements under these ids (those that exist)."""
+        cur.execute(_STATEMENT_KEYS, [numbers])
+        return {number: bytes(key) for number, key in cur.fetchall()}
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""

@@ -9,7 +9,10 @@ it writable for the odd INSERT, UPDATE or DELETE (the store writes `ingest_event
 
 A statement's key is the first 16 bytes of the SHA-256 of everything it holds (ingest_statement_key
 here, ingest.rows.statement_key in Python: keep them in step); its id is the key's first 8 bytes,
-or, should that id belong to another key already, of SHA-256(key, attempt) (ingest_statement_id).
+or, should that id belong to another key already, of SHA-256(key, attempt) (ingest_statement_id):
+the ids a key may have are tried in that order, and a statement is found by its id alone (no
+index on the key: statements are never deleted, so the first id of the order that is free or
+holds the key is its).
 
 A populated store is moved: each distinct statement of the old rows is added, the rows are copied
 into the narrow table (partition by partition, with the same bounds) and the old table dropped.
@@ -40,25 +43,30 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         CASE WHEN attempt = 0 THEN k ELSE sha256(k || int4send(attempt)) END FROM 1 FOR 8), 'hex'))::bit(64)::bigint
 $$;
 
--- The statement's id, added first if it is new. Safe with several writers adding the same one.
+-- The statement's id, added first if it is new. Safe with several writers adding the same one (the
+-- second waits for the first to commit, then finds it).
 CREATE FUNCTION ingest_statement_add(db varchar, stype varchar, tbls varchar[], destr boolean, fp text, q text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     k bytea := ingest_statement_key(db, stype, tbls, destr, fp, q);
     sid bigint;
+    held bytea;
 BEGIN
     FOR attempt IN 0..63 LOOP
-        SELECT id INTO sid FROM ingest_statement WHERE key = k;
-        IF FOUND THEN
-            RETURN sid;
-        END IF;
         sid := ingest_statement_id(k, attempt);
-        INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
-            VALUES (sid, k, db, stype, tbls, destr, fp, q) ON CONFLICT DO NOTHING;
-        IF FOUND THEN
+        SELECT key INTO held FROM ingest_statement WHERE id = sid;
+        IF NOT FOUND THEN
+            INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
+                VALUES (sid, k, db, stype, tbls, destr, fp, q) ON CONFLICT (id) DO NOTHING;
+            IF FOUND THEN
+                RETURN sid;
+            END IF;
+            SELECT key INTO held FROM ingest_statement WHERE id = sid;  -- added meanwhile
+        END IF;
+        IF held = k THEN
             RETURN sid;
         END IF;
-        -- The id belongs to another statement, or this one was added meanwhile: look again.
+        -- The id belongs to another statement: the next one of the key's order.
     END LOOP;
     RAISE EXCEPTION 'no free statement id for key %', encode(k, 'hex');
 END $$;
@@ -112,6 +120,7 @@ END $$;
 FILL = """
 SELECT ingest_statement_add(database, statement_type, tables, destructive, fingerprint, sql)
 FROM (SELECT DISTINCT database, statement_type, tables, destructive, fingerprint, sql FROM ingest_event) AS d;
+CREATE INDEX statement_key_while_moving ON ingest_statement (key);
 
 INSERT INTO ingest_event_row (
     id, occurred_at, server, connection_id, "user", host, ip, command, destructive, flags, rows_affected,
@@ -130,6 +139,7 @@ SELECT setval(pg_get_serial_sequence('ingest_event_row', 'id'), GREATEST(
          AND sequencename = substring(pg_get_serial_sequence('ingest_event', 'id') FROM '[^.]+$')), 1));
 
 DROP TABLE ingest_event CASCADE;
+DROP INDEX statement_key_while_moving;
 """
 
 INDEXES = """
@@ -292,7 +302,7 @@ class Migration(migrations.Migration):
             name="Statement",
             fields=[
                 ("id", models.BigIntegerField(primary_key=True, serialize=False)),
-                ("key", models.BinaryField(max_length=16, unique=True)),
+                ("key", models.BinaryField(max_length=16)),
                 ("database", models.CharField(max_length=200, null=True)),
                 ("statement_type", models.CharField(blank=True, max_length=60)),
                 (
