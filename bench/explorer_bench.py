@@ -124,10 +124,11 @@ INSERT INTO ingest_statement (id, key, database, statement_type, tables, destruc
 SELECT DISTINCT ON (key) ingest_statement_id(key, 0), key, database, statement_type, tables, destructive,
     fingerprint, sql FROM bench_wide ORDER BY key
 ON CONFLICT (id) DO NOTHING;  -- (a key whose first id is taken: its rows are not moved, and counted)
-INSERT INTO ingest_event_row (occurred_at, server, connection_id, "user", host, ip, command, destructive,
-    flags, rows_affected, status, raw, line, byte_offset, record_hash, ingest_run_id, session_id,
-    source_file_id, statement_id)
-SELECT w.occurred_at, w.server, w.connection_id, w."user", w.host, w.ip, w.command, w.destructive, w.flags,
+INSERT INTO ingest_event_row (occurred_at, server, connection_id, "user", host, ip, command, statement_type,
+    tables, destructive, flags, rows_affected, status, raw, line, byte_offset, record_hash, ingest_run_id,
+    session_id, source_file_id, statement_id)
+SELECT w.occurred_at, w.server, w.connection_id, w."user", w.host, w.ip, w.command, w.statement_type,
+    w.tables, w.destructive, w.flags,
     w.rows_affected, w.status, w.raw, w.line, w.byte_offset, w.record_hash, w.ingest_run_id, w.session_id,
     w.source_file_id, s.id
 FROM bench_wide w JOIN ingest_statement s ON s.id = ingest_statement_id(w.key, 0) AND s.key = w.key

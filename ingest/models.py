@@ -313,13 +313,6 @@ class Statement(models.Model):
     fingerprint = models.TextField(blank=True)
     sql = models.TextField(blank=True)
 
-    class Meta:
-        indexes = [
-            # "Everything that touched shop.orders": the statements naming it, then their events
-            # by the event row's (statement_id, occurred_at) index.
-            GinIndex(fields=["tables"], name="statement_tables"),
-        ]
-
     def __str__(self) -> str:
         return f"{self.statement_type or '-'} {self.sql[:60]}"
 

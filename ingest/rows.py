@@ -33,9 +33,9 @@ EVENT_COLUMNS = (
 # The narrow row's columns (ingest_event_row), in the order of RowFormatter's narrow lines: the
 # statement's id last, so that the writer can renumber a statement in a batch (ingest.store).
 ROW_COLUMNS = (
-    "occurred_at", "server", "connection_id", "user", "host", "ip", "command", "destructive", "flags",
-    "rows_affected", "status", "raw", "line", "byte_offset", "record_hash", "ingest_run_id",
-    "session_id", "source_file_id", "attribution", "definer", "statement_id",
+    "occurred_at", "server", "connection_id", "user", "host", "ip", "command", "statement_type", "tables",
+    "destructive", "flags", "rows_affected", "status", "raw", "line", "byte_offset", "record_hash",
+    "ingest_run_id", "session_id", "source_file_id", "attribution", "definer", "statement_id",
 )  # fmt: skip
 
 # Bounds of what one event row may hold: a log line can be any length (hostile input).
@@ -206,7 +206,7 @@ class RowFormatter:
         self._source_file_id = str(source_file_id)
         # Formatted COPY fields, by what they were formatted from (see _row).
         self._who: dict[tuple[object, ...], tuple[str, str]] = {}
-        self._what: dict[tuple[object, ...], tuple[str, str, str, str | None, str]] = {}
+        self._what: dict[tuple[object, ...], tuple[str, str, str, str | None]] = {}
         # Statements by their values (database, type, tables, destructive, fingerprint, sql):
         # their id as formatted, and their row for the dictionary.
         self._statements: dict[tuple[object, ...], tuple[str, StatementRow]] = {}
@@ -292,7 +292,7 @@ class RowFormatter:
             f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
             f"\t{attribution}\t{definer}"
         )
-        self._narrow.append(f"{when}\t{who_row}\t{what[4]}\t{rows}\t{what[2]}\t{raw}{tail}\t{statement}\n")
+        self._narrow.append(f"{when}\t{who_row}\t{what[0]}\t{rows}\t{what[2]}\t{raw}{tail}\t{statement}\n")
         return f"{when}\t{who}\t{what[0]}\t{sql_copy}\t{what[1]}\t{rows}\t{what[2]}\t{raw}{tail}\n"
 
     def _statement_id(self, e: EventRecord, tables: tuple[str, ...], sql: str, sql_copy: str) -> str:
@@ -320,21 +320,21 @@ class RowFormatter:
     @staticmethod
     def _format_what(
         e: EventRecord, tables: tuple[str, ...], flags: set[str]
-    ) -> tuple[str, str, str, str | None, str]:
+    ) -> tuple[str, str, str, str | None]:
         """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
-        (statement_type ... flags), fingerprint, status; the alert such a statement raises; and
-        the narrow row's (destructive, flags)."""
+        (statement_type ... flags), fingerprint, status; and the alert such a statement raises.
+        The narrow row has the first and the status too."""
         fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
-        destructive_flags = ("t" if e.destructive else "f") + "\t" + _copy_array(sorted(flags))
         head = "\t".join(
             (
                 _copy_text(_bounded(e.statement_type, 60)),
                 _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in tables),
-                destructive_flags,
+                "t" if e.destructive else "f",
+                _copy_array(sorted(flags)),
             )
         )
         alert = event_alert_kind(e.destructive, flags)
-        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert, destructive_flags
+        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert
 
     @staticmethod
     def _format_who(e: EventRecord) -> tuple[str, str]:

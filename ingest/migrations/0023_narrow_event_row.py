@@ -21,7 +21,6 @@ into the narrow table (partition by partition, with the same bounds) and the old
 from __future__ import annotations
 
 import django.contrib.postgres.fields
-import django.contrib.postgres.indexes
 from django.db import migrations, models
 
 FUNCTIONS = r"""
@@ -82,6 +81,8 @@ CREATE TABLE ingest_event_row (
     host varchar(300) NULL,
     ip varchar(64) NULL,
     command varchar(40) NOT NULL,
+    statement_type varchar(60) NOT NULL,
+    tables varchar(400)[] NOT NULL,
     destructive boolean NOT NULL,
     flags varchar(40)[] NOT NULL,
     rows_affected bigint NULL,
@@ -123,11 +124,11 @@ FROM (SELECT DISTINCT database, statement_type, tables, destructive, fingerprint
 CREATE INDEX statement_key_while_moving ON ingest_statement (key);
 
 INSERT INTO ingest_event_row (
-    id, occurred_at, server, connection_id, "user", host, ip, command, destructive, flags, rows_affected,
-    status, raw, line, byte_offset, record_hash, ingest_run_id, session_id, source_file_id, attribution,
-    definer, statement_id)
-SELECT e.id, e.occurred_at, e.server, e.connection_id, e."user", e.host, e.ip, e.command, e.destructive,
-    e.flags, e.rows_affected, e.status, e.raw, e.line, e.byte_offset, e.record_hash, e.ingest_run_id,
+    id, occurred_at, server, connection_id, "user", host, ip, command, statement_type, tables, destructive,
+    flags, rows_affected, status, raw, line, byte_offset, record_hash, ingest_run_id, session_id,
+    source_file_id, attribution, definer, statement_id)
+SELECT e.id, e.occurred_at, e.server, e.connection_id, e."user", e.host, e.ip, e.command, e.statement_type,
+    e.tables, e.destructive, e.flags, e.rows_affected, e.status, e.raw, e.line, e.byte_offset, e.record_hash, e.ingest_run_id,
     e.session_id, e.source_file_id, e.attribution, e.definer, s.id
 FROM ingest_event e JOIN ingest_statement s ON s.key = ingest_statement_key(
     e.database, e.statement_type, e.tables, e.destructive, e.fingerprint, e.sql)
@@ -156,10 +157,15 @@ CREATE INDEX event_anti_forensic_time ON ingest_event_row (occurred_at DESC)
     WHERE flags @> '{anti_forensic}'::varchar(40)[];
 -- The session page and the statements around an event.
 CREATE INDEX event_session_time ON ingest_event_row (session_id, occurred_at);
--- The events of the statements a table filter found (GIN on ingest_statement.tables), by time.
-CREATE INDEX event_statement_time ON ingest_event_row (statement_id, occurred_at);
--- Following a table under its later names (query.renamed_to): the few rename statements.
-CREATE INDEX statement_renames ON ingest_statement (id)
+-- "Everything that touched shop.orders" (the explorer's and API's `table` filter, the table page):
+-- tables @> '{shop.orders}', ANDed with the time range's bitmap. On the events, not the statements:
+-- a table is named by many distinct statements (their literals differ), and finding a day's events
+-- of 21,000 statements one by one took 2.3 s at 10 million events (docs/benchmarks.md, issue 22).
+CREATE INDEX event_tables ON ingest_event_row USING gin (tables);
+-- "Who changed or dropped shop.orders?": the destructive rows' tables only.
+CREATE INDEX event_destructive_tables ON ingest_event_row USING gin (tables) WHERE destructive;
+-- Following a table under its later names (query.renamed_to): renames in time order.
+CREATE INDEX event_renames_time ON ingest_event_row (occurred_at)
     WHERE destructive AND statement_type IN ('RENAME TABLE', 'ALTER TABLE');
 """
 
@@ -168,7 +174,7 @@ VIEW = """
 -- (counts, the session page's times...); every row has its statement.
 CREATE VIEW ingest_event AS
 SELECT e.id, e.occurred_at, e.server, e.connection_id, e."user", e.host, e.ip, s.database, e.command,
-    s.statement_type, s.tables, e.destructive, e.flags, s.sql, s.fingerprint, e.rows_affected, e.status,
+    e.statement_type, e.tables, e.destructive, e.flags, s.sql, s.fingerprint, e.rows_affected, e.status,
     e.raw, e.line, e.byte_offset, e.record_hash, e.ingest_run_id, e.session_id, e.source_file_id,
     e.attribution, e.definer, e.statement_id
 FROM ingest_event_row e LEFT JOIN ingest_statement s ON s.id = e.statement_id;
@@ -196,17 +202,18 @@ BEGIN
     IF TG_OP = 'INSERT' THEN
         NEW.id := COALESCE(NEW.id, nextval(pg_get_serial_sequence('ingest_event_row', 'id')));
         INSERT INTO ingest_event_row (
-            id, occurred_at, server, connection_id, "user", host, ip, command, destructive, flags,
-            rows_affected, status, raw, line, byte_offset, record_hash, ingest_run_id, session_id,
-            source_file_id, attribution, definer, statement_id)
+            id, occurred_at, server, connection_id, "user", host, ip, command, statement_type, tables,
+            destructive, flags, rows_affected, status, raw, line, byte_offset, record_hash, ingest_run_id,
+            session_id, source_file_id, attribution, definer, statement_id)
         VALUES (NEW.id, NEW.occurred_at, NEW.server, NEW.connection_id, NEW."user", NEW.host, NEW.ip,
-            NEW.command, NEW.destructive, NEW.flags, NEW.rows_affected, NEW.status, NEW.raw, NEW.line,
+            NEW.command, NEW.statement_type, NEW.tables, NEW.destructive, NEW.flags, NEW.rows_affected, NEW.status, NEW.raw, NEW.line,
             NEW.byte_offset, NEW.record_hash, NEW.ingest_run_id, NEW.session_id, NEW.source_file_id,
             NEW.attribution, NEW.definer, sid);
     ELSE
         UPDATE ingest_event_row SET id = NEW.id, occurred_at = NEW.occurred_at, server = NEW.server,
             connection_id = NEW.connection_id, "user" = NEW."user", host = NEW.host, ip = NEW.ip,
-            command = NEW.command, destructive = NEW.destructive, flags = NEW.flags,
+            command = NEW.command, statement_type = NEW.statement_type, tables = NEW.tables,
+            destructive = NEW.destructive, flags = NEW.flags,
             rows_affected = NEW.rows_affected, status = NEW.status, raw = NEW.raw, line = NEW.line,
             byte_offset = NEW.byte_offset, record_hash = NEW.record_hash, ingest_run_id = NEW.ingest_run_id,
             session_id = NEW.session_id, source_file_id = NEW.source_file_id,
@@ -315,11 +322,6 @@ class Migration(migrations.Migration):
                 ("fingerprint", models.TextField(blank=True)),
                 ("sql", models.TextField(blank=True)),
             ],
-            options={
-                "indexes": [
-                    django.contrib.postgres.indexes.GinIndex(fields=["tables"], name="statement_tables")
-                ],
-            },
         ),
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(FORWARD, BACKWARD)],
