@@ -34,6 +34,11 @@ from bench import explorer_bench  # noqa: E402
 
 def generate(db: str, events: int) -> None:
     explorer_bench.generate(db, events)
+    raise_alerts()
+
+
+def raise_alerts() -> None:
+    """The alerts of the events stored (Django set up on the database already)."""
     from django.db import connection
 
     from ingest.alerts import KIND_SQL, WORTH_SQL
@@ -100,13 +105,17 @@ def measure(db: str, polls: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["generate", "measure", "drop"])
+    # `alerts`: raise the alerts of a database bench/explorer_bench.py generated (the same events).
+    ap.add_argument("command", choices=["generate", "alerts", "measure", "drop"])
     ap.add_argument("--db", default="auditweb_alerts10m")
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--polls", type=int, default=300)
     args = ap.parse_args()
     if args.command == "generate":
         generate(args.db, args.events)
+    elif args.command == "alerts":
+        explorer_bench.setup_django(args.db)
+        raise_alerts()
     elif args.command == "measure":
         measure(args.db, args.polls)
     else:

@@ -121,11 +121,14 @@ def ingest(cluster: Cluster, tree: Path, template: str, path: Path, fmt: str, py
         cluster.psql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
-# What the store holds of a log: the event table (its partitions, their indexes and TOAST), the
-# content chunks where the checkout has them (issue 22), and the custody links.
+# What the store holds of a log: the event table (its partitions, their indexes and TOAST; the
+# narrow rows' table where the checkout has them), the statement dictionary, the content chunks
+# where the checkout has them (issue 22), and the custody links.
 _STORE_SQL = """
 SELECT coalesce((SELECT sum(pg_total_relation_size(i.inhrelid)) FROM pg_inherits i
-                 WHERE i.inhparent = 'ingest_event'::regclass), 0)
+                 WHERE i.inhparent IN (SELECT oid FROM pg_class WHERE relkind = 'p'
+                                       AND relname IN ('ingest_event', 'ingest_event_row'))), 0)
+     + coalesce(pg_total_relation_size(to_regclass('ingest_statement')), 0)
      + coalesce(pg_total_relation_size(to_regclass('ingest_rawchunk')), 0)
      + pg_total_relation_size('ingest_custodylink')
 """

@@ -75,7 +75,7 @@ def _array(values: list[str]) -> str:
 # One statement per row i: its session is (i / 2000) * 10 + i % 10 (ten sessions interleaved, each
 # of 200 statements); what it does is drawn from a hash of i, its table from another.
 EVENTS_SQL = """
-INSERT INTO ingest_event (occurred_at, server, connection_id, "user", host, ip, database, command,
+INSERT INTO bench_wide (occurred_at, server, connection_id, "user", host, ip, database, command,
     statement_type, tables, destructive, flags, sql, fingerprint, rows_affected, status, raw, line,
     byte_offset, record_hash, ingest_run_id, session_id, source_file_id)
 SELECT ts, s.server, s.connection_id, s."user", s.host, s.ip, s.database, 'Query',
@@ -113,6 +113,27 @@ CROSS JOIN LATERAL (SELECT
          WHEN r < 998 THEN 'ALTER TABLE ' || g.name || ' ADD COLUMN c' || g.i || ' INT'
          WHEN r < 999 THEN 'TRUNCATE TABLE ' || g.name
          ELSE 'DROP TABLE ' || g.name || '_tmp' END AS sql) AS k
+"""
+
+# The wide rows made above, moved as the store writes them (issue 22): each distinct statement once
+# into the dictionary, the events as narrow rows pointing to it (ingest migration 0023).
+MOVE_SQL = """
+UPDATE bench_wide
+SET key = ingest_statement_key(database, statement_type, tables, destructive, fingerprint, sql);
+INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
+SELECT DISTINCT ON (key) ingest_statement_id(key, 0), key, database, statement_type, tables, destructive,
+    fingerprint, sql FROM bench_wide ORDER BY key
+ON CONFLICT (id) DO NOTHING;  -- (a key whose first id is taken: its rows are not moved, and counted)
+INSERT INTO ingest_event_row (occurred_at, server, connection_id, "user", host, ip, command, statement_type,
+    tables, destructive, flags, rows_affected, status, raw, line, byte_offset, record_hash, ingest_run_id,
+    session_id, source_file_id, statement_id)
+SELECT w.occurred_at, w.server, w.connection_id, w."user", w.host, w.ip, w.command, w.statement_type,
+    w.tables, w.destructive, w.flags,
+    w.rows_affected, w.status, w.raw, w.line, w.byte_offset, w.record_hash, w.ingest_run_id, w.session_id,
+    w.source_file_id, s.id
+FROM bench_wide w JOIN ingest_statement s ON s.id = ingest_statement_id(w.key, 0) AND s.key = w.key
+ORDER BY w.occurred_at;
+TRUNCATE bench_wide;
 """
 
 SESSIONS_SQL = """
@@ -157,9 +178,12 @@ def generate(db: str, events: int) -> None:
         sql = SESSIONS_SQL.format(databases=_array(DATABASES), ndatabases=len(DATABASES), **shape)
         cur.execute(sql, params)
         sql = EVENTS_SQL.format(tables=_array(TABLES), ntables=len(TABLES), **shape)
+        cur.execute("CREATE TEMP TABLE bench_wide AS SELECT * FROM ingest_event WITH NO DATA")
+        cur.execute("ALTER TABLE bench_wide ADD COLUMN key bytea")
         for first in range(0, events, CHUNK):
             with transaction.atomic():
                 cur.execute(sql, {**params, "first": first, "last": min(first + CHUNK, events) - 1})
+                cur.execute(MOVE_SQL)
             done = min(first + CHUNK, events)
             rate = done / (time.perf_counter() - began)
             print(f"\r{done:,} events ({rate:,.0f}/s)", end="", flush=True)
@@ -170,11 +194,14 @@ def generate(db: str, events: int) -> None:
                 server="db2", reason="logging_off", started_at=at, ended_at=at + timedelta(hours=3),
                 detail="SET GLOBAL general_log = OFF", source_file=sf, line=1, byte_offset=day,
             )  # fmt: skip
-        cur.execute("VACUUM (ANALYZE) ingest_event")
+        cur.execute("VACUUM (ANALYZE) ingest_event_row")
+        cur.execute("VACUUM (ANALYZE) ingest_statement")
         cur.execute("VACUUM (ANALYZE) ingest_session")
         cur.execute("SELECT pg_size_pretty(pg_database_size(current_database()))")
         size = cur.fetchone()[0]
-    print(f"generated {events:,} events in {time.perf_counter() - began:.0f} s; database {db} is {size}")
+        cur.execute("SELECT count(*) FROM ingest_event_row")
+        stored = cur.fetchone()[0]
+    print(f"generated {stored:,} events of {events:,} in {time.perf_counter() - began:.0f} s; {db} is {size}")
 
 
 def machine() -> dict:

@@ -8,7 +8,7 @@ Session and Event hold what the logs say. Event is a time-partitioned table
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import BrinIndex, GinIndex
+from django.contrib.postgres.indexes import GinIndex
 from django.db import models
 from django.db.models.functions import Now
 from django.utils import timezone
@@ -295,13 +295,53 @@ class Session(models.Model):
         return self.key
 
 
-class Event(models.Model):
-    """One statement or connection event, normalized. Partitioned by month of occurred_at.
+class Statement(models.Model):
+    """One distinct statement, stored once however many events ran it (issue 22): what follows
+    from its text and context (the current database, the server's dialect). Events point to it.
 
-    The table's primary key is (id, occurred_at), as PostgreSQL requires of a
-    partitioned table; ids come from one sequence, so `id` alone is unique too.
-    Foreign keys are not enforced by the database (db_constraint=False): COPY
-    would check each row, and the store writer creates the rows they point to first.
+    `key` is a digest of every value below (ingest.rows.statement_key, and the SQL function
+    ingest_statement_key of migration 0025): two events share a statement only when all of them
+    are equal. `id` is the key's first 8 bytes (or the next of the key's ids, statement_id(key,
+    attempt), should those be another key's), so the parsing process knows it without asking the
+    database, and a statement is found by its id alone: the key has no index."""
+
+    id = models.BigIntegerField(primary_key=True)
+    key = models.BinaryField(max_length=16)
+    database = models.CharField(max_length=200, null=True)
+    statement_type = models.CharField(max_length=60, blank=True)
+    tables = ArrayField(models.CharField(max_length=400), default=list)
+    destructive = models.BooleanField(default=False)
+    fingerprint = models.TextField(blank=True)
+    sql = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.statement_type or '-'} {self.sql[:60]}"
+
+
+class EventRow(models.Model):
+    """The physical event table, `ingest_event_row`, partitioned by month of occurred_at: one
+    narrow row per event (time, who, command, flags, status, position, raw bytes) and its
+    statement's id. Its columns, indexes and partitions are declared in SQL (migration 0025,
+    ingest.partitions); the store writes it with COPY, and pages read events through `Event`."""
+
+    id = models.BigAutoField(primary_key=True)
+
+    class Meta:
+        db_table = "ingest_event_row"
+
+    def __str__(self) -> str:
+        return f"event row {self.pk}"
+
+
+class Event(models.Model):
+    """One statement or connection event, normalized: the view `ingest_event`, which joins each
+    narrow row of `ingest_event_row` (EventRow) to its statement (Statement), with the columns
+    of one wide row (migration 0025). Writable through the view's triggers; the store writes the
+    narrow table itself.
+
+    Ids come from the event rows' sequence, so `id` alone is unique. Foreign keys are not
+    enforced by the database (db_constraint=False): COPY would check each row, and the store
+    writer creates the rows they point to first.
     """
 
     id = models.BigAutoField(primary_key=True)
@@ -339,6 +379,10 @@ class Event(models.Model):
     # The account a SQL SECURITY DEFINER routine runs its body as, on a CALL of one and on the
     # statements run inside it (the caller stays `user`).
     definer = models.CharField(max_length=300, null=True, blank=True)
+    # The statement the sql ... fingerprint columns come from (set by the view's trigger on writes).
+    statement = models.ForeignKey(
+        Statement, on_delete=models.DO_NOTHING, db_constraint=False, null=True, related_name="+"
+    )
 
     class Attribution(models.TextChoices):
         RECORD = "record", "the record itself names the account"
@@ -348,24 +392,8 @@ class Event(models.Model):
         UNATTRIBUTED = "unattributed", "unknown: the connection began before the log"
 
     class Meta:
-        # The indexes are created by migration 0002 on the partitioned table; they are
-        # listed here so that Django's state matches the database.
-        indexes = [
-            # Time range scans over everything: BRIN is tiny and costs ingestion almost nothing.
-            BrinIndex(fields=["occurred_at"], name="event_time_brin"),
-            # "Destructive events, newest first" and every question narrowed to them.
-            models.Index(
-                fields=["-occurred_at"], name="event_destructive_time", condition=models.Q(destructive=True)
-            ),
-            # The session page and the statements around an event.
-            models.Index(fields=["session", "occurred_at"], name="event_session_time"),
-        ]
-        constraints = [
-            # Ingesting the same bytes twice stores nothing new (PostgreSQL requires the
-            # partition key in a unique constraint of a partitioned table). Time first: logs
-            # come in time order, so new rows go to the index's right-hand end (migration 0008).
-            models.UniqueConstraint(fields=["occurred_at", "record_hash"], name="event_record_once"),
-        ]
+        # A view (migration 0025); its tables' indexes are declared there, each with its query.
+        managed = False
 
     def __str__(self) -> str:
         return f"{self.occurred_at} {self.user}@{self.host} {self.statement_type or self.command}"

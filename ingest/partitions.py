@@ -1,4 +1,4 @@
-"""Monthly partitions of the event table, created before events for them arrive."""
+"""Monthly partitions of the event table (ingest_event_row), created before events for them arrive."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def _next_month(month: date) -> date:
 
 
 def partition_name(month: date) -> str:
-    return f"ingest_event_y{month.year:04d}m{month.month:02d}"
+    return f"ingest_event_y{month.year:04d}m{month.month:02d}"  # (the names of before issue 22)
 
 
 def ensure_event_partitions(months: Iterable[date]) -> list[str]:
@@ -41,7 +41,7 @@ def ensure_event_partitions(months: Iterable[date]) -> list[str]:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", [PARTITION_LOCK_KEY])
         cur.execute(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
-            " WHERE i.inhparent = 'ingest_event'::regclass"
+            " WHERE i.inhparent = 'ingest_event_row'::regclass"
         )
         existing = {row[0] for row in cur.fetchall()}
         for month in wanted:
@@ -49,7 +49,7 @@ def ensure_event_partitions(months: Iterable[date]) -> list[str]:
             if name not in existing:
                 # Names and bounds come from integers and dates, never from log text; still, the
                 # name goes in as a quoted identifier and the bounds as parameters.
-                create = sql.SQL("CREATE TABLE {} PARTITION OF ingest_event FOR VALUES FROM (%s) TO (%s)")
+                create = sql.SQL("CREATE TABLE {} PARTITION OF ingest_event_row FOR VALUES FROM (%s) TO (%s)")
                 cur.execute(
                     create.format(sql.Identifier(name)).as_string(connection.connection),
                     [datetime(month.year, month.month, 1, tzinfo=UTC),

@@ -1,12 +1,15 @@
 """The COPY row format: how a normalized event becomes one line of PostgreSQL's text COPY format.
 
-Pure formatting, no database: the writer (ingest.store) copies these lines into the event table, the
-custody chain (ingest.custody) keeps a digest of each, and ingest.verify makes them again from the
+Pure formatting, no database. Each event is formatted twice over the same values: the narrow
+row the writer (ingest.store) copies into `ingest_event_row`, pointing to its statement in the
+statement dictionary (`ingest_statement`, issue 22), and the wide line of every column the
+custody chain (ingest.custody) keeps a digest of, which ingest.verify makes again from the
 stored columns (stored_copy_line) to check that digest.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +29,14 @@ EVENT_COLUMNS = (
     "statement_type", "tables", "destructive", "flags", "sql", "fingerprint", "rows_affected",
     "status", "raw", "line", "byte_offset", "record_hash", "ingest_run_id", "session_id", "source_file_id",
     "attribution", "definer", "raw_length",
+)  # fmt: skip
+
+# The narrow row's columns (ingest_event_row), in the order of RowFormatter's narrow lines: the
+# statement's id last, so that the writer can renumber a statement in a batch (ingest.store).
+ROW_COLUMNS = (
+    "occurred_at", "server", "connection_id", "user", "host", "ip", "command", "statement_type", "tables",
+    "destructive", "flags", "rows_affected", "status", "raw", "line", "byte_offset", "record_hash",
+    "ingest_run_id", "session_id", "source_file_id", "attribution", "definer", "raw_length", "statement_id",
 )  # fmt: skip
 
 # Bounds of what one event row may hold: a log line can be any length (hostile input).
@@ -104,6 +115,43 @@ def _copy_array(items: Iterable[str]) -> str:
     return _copy_text("{" + quoted + "}")
 
 
+def statement_key(
+    database: str | None,
+    statement_type: str,
+    tables: Sequence[str],
+    destructive: bool,
+    fingerprint: str,
+    sql: str,
+) -> bytes:
+    """A statement's key in the dictionary: the first 16 bytes of the SHA-256 of every value it
+    holds, each but the last prefixed by its length. The same as the SQL function
+    ingest_statement_key (migration 0025), which the view's triggers and the migration use."""
+    text = "|".join(
+        (
+            "-" if database is None else f"{len(database)}:{database}",
+            f"{len(statement_type)}:{statement_type}",
+            f"{len(tables)}:" + "".join(f"{len(t)}:{t}" for t in tables),
+            "t" if destructive else "f",
+            f"{len(fingerprint)}:{fingerprint}",
+            sql,
+        )
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+
+
+def statement_id(key: bytes, attempt: int = 0) -> int:
+    """A statement's id: its key's first 8 bytes (a signed 64-bit integer); should that belong to
+    another statement already, those of SHA-256(key, attempt) for attempt 1, 2... As the SQL
+    function ingest_statement_id (migration 0025)."""
+    head = key if attempt == 0 else hashlib.sha256(key + attempt.to_bytes(4, "big")).digest()
+    return int.from_bytes(head[:8], "big", signed=True)
+
+
+# A new statement for the dictionary: (id, key, database, statement_type, tables, destructive,
+# fingerprint, sql), the values as the event's wide line has them.
+StatementRow = tuple[int, bytes, str | None, str, list[str], bool, str, str]
+
+
 @dataclass
 class FormattedBatch:
     """A batch of events in PostgreSQL's COPY text format, with what the store needs besides.
@@ -123,6 +171,10 @@ class FormattedBatch:
     # The file's content its read got through, as (offset, bytes) of at most CHUNK_BYTES each
     # (ingest.chunks): the events written without raw bytes of their own point into these.
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
+    # The narrow rows (ROW_COLUMNS), one line per event in the order of `copy`, and the distinct
+    # statements they point to (each with the id its rows name: statement_id(key)).
+    narrow: bytes = b""
+    statements: list[StatementRow] = field(default_factory=list)
 
     @property
     def lines(self) -> list[bytes]:
@@ -157,8 +209,14 @@ class RowFormatter:
         self._run_id = NULL if ingest_run_id is None else str(ingest_run_id)
         self._source_file_id = str(source_file_id)
         # Formatted COPY fields, by what they were formatted from (see _row).
-        self._who: dict[tuple[object, ...], str] = {}
+        self._who: dict[tuple[object, ...], tuple[str, str]] = {}
         self._what: dict[tuple[object, ...], tuple[str, str, str, str | None]] = {}
+        # Statements by their values (database, type, tables, destructive, fingerprint, sql):
+        # their id as formatted, and their row for the dictionary.
+        self._statements: dict[tuple[object, ...], tuple[str, StatementRow]] = {}
+        self._named: dict[int, bytes] = {}  # the keys of the ids named (two keys, two ids)
+        self._batch_statements: dict[int, StatementRow] = {}
+        self._narrow: list[str] = []
         self._alerts: list[AlertLine] = []
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
@@ -173,15 +231,21 @@ class RowFormatter:
         """The events as COPY lines; with a window, the content chunks up to `upto` (where the
         read got: a resume point, the end of the file) and at least to the end of the bytes of
         every event written as a slice (whose bytes must be committed with it)."""
-        for cache in (self._who, self._what, self._session_ids):
+        for cache in (self._who, self._what, self._session_ids, self._statements):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
+        if not self._statements:
+            self._named.clear()
         sessions = {e.session.key: e.session for e in events}
         self._alerts = []
         self._months = set()
         self._last_time = None  # (each batch's months are found again by _row)
         self._slices_end = 0  # where the bytes of the batch's slices end (see _row)
+        self._batch_statements = {}
+        self._narrow = []
         copy = "".join([self._row(e) for e in events]).encode()
+        narrow = "".join(self._narrow).encode()
+        self._narrow = []
         chunks: list[tuple[int, bytes]] = []
         if self.window is not None:
             # Never short of the bytes of an event written as a slice: they go with its batch.
@@ -194,6 +258,8 @@ class RowFormatter:
             alerts=self._alerts,
             offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
             chunks=chunks,
+            narrow=narrow,
+            statements=list(self._batch_statements.values()),
         )
 
     def _row(self, e: EventRecord) -> str:
@@ -201,7 +267,8 @@ class RowFormatter:
 
         The columns that repeat from one event to the next are formatted once and looked up
         after that: who and where (server ... command), what the statement is (type, tables,
-        destructive, flags, fingerprint), the status and the session id.
+        destructive, flags, fingerprint), the status, the session id and the statement's id.
+        The event's narrow row (ROW_COLUMNS) goes to self._narrow, made of the same values.
         """
         sql = e.sql if len(e.sql) <= MAX_SQL_CHARS else e.sql[:MAX_SQL_CHARS]
         flags = e.flags | {"sql_truncated"} if sql is not e.sql else e.flags
@@ -216,9 +283,10 @@ class RowFormatter:
             # The month (partition) of each new time only: per event it cost a tenth of _row.
             self._months.add(month_of(occurred))
         key = (e.server, e.connection_id, e.user, e.host, e.ip, e.database, e.command)
-        who = self._who.get(key)
-        if who is None:
-            who = self._who[key] = self._format_who(e)
+        who_pair = self._who.get(key)
+        if who_pair is None:
+            who_pair = self._who[key] = self._format_who(e)
+        who, who_row = who_pair
         tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
         what_key = (e.statement_type, tables, e.destructive, frozenset(flags), e.fingerprint, e.status)
         what = self._what.get(what_key)
@@ -242,18 +310,46 @@ class RowFormatter:
             raw_field = _copy_bytea(raw)
         if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
             self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
-        return (
-            f"{when}\t{who}\t{what[0]}\t{_copy_text(sql)}\t{what[1]}\t{rows}\t{what[2]}\t{raw_field}"
+        sql_copy = _copy_text(sql)
+        statement = self._statement_id(e, tables, sql, sql_copy)
+        tail = (
             f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
-            f"\t{e.attribution or 'unattributed'}\t{definer}\t{len(raw)}\n"
+            f"\t{e.attribution or 'unattributed'}\t{definer}\t{len(raw)}"
         )
+        self._narrow.append(
+            f"{when}\t{who_row}\t{what[0]}\t{rows}\t{what[2]}\t{raw_field}{tail}\t{statement}\n"
+        )
+        return f"{when}\t{who}\t{what[0]}\t{sql_copy}\t{what[1]}\t{rows}\t{what[2]}\t{raw_field}{tail}\n"
+
+    def _statement_id(self, e: EventRecord, tables: tuple[str, ...], sql: str, sql_copy: str) -> str:
+        """The event's statement id, formatted, with its statement added to the batch's."""
+        database = e.database
+        values = (database, e.statement_type, tables, e.destructive, e.fingerprint, sql)
+        found = self._statements.get(values)
+        if found is None:
+            # The values as the wide line stores them (_format_what, _format_who): COPY's
+            # escapes undone where a value has any (they are of the line, not of the value).
+            stored_database = _bounded(database, 200)
+            stored_type = _bounded(e.statement_type, 60)
+            stored_tables = [t if len(t) <= 400 else _bounded(t, 400) for t in tables]
+            fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
+            key = statement_key(stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
+            number, attempt = statement_id(key), 0
+            while self._named.setdefault(number, key) != key:  # (its first id is another key's)
+                attempt += 1
+                number = statement_id(key, attempt)
+            row = (number, key, stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
+            found = self._statements[values] = (str(number), row)
+        self._batch_statements.setdefault(found[1][0], found[1])
+        return found[0]
 
     @staticmethod
     def _format_what(
         e: EventRecord, tables: tuple[str, ...], flags: set[str]
     ) -> tuple[str, str, str, str | None]:
         """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
-        (statement_type ... flags), fingerprint, status; and the alert such a statement raises."""
+        (statement_type ... flags), fingerprint, status; and the alert such a statement raises.
+        The narrow row has the first and the status too."""
         fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
         head = "\t".join(
             (
@@ -267,18 +363,20 @@ class RowFormatter:
         return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert
 
     @staticmethod
-    def _format_who(e: EventRecord) -> str:
-        return "\t".join(
+    def _format_who(e: EventRecord) -> tuple[str, str]:
+        """server ... command for the wide line, and the same without the database (which is the
+        statement's) for the narrow row."""
+        head = "\t".join(
             (
                 _copy_text(e.server),
                 NULL if e.connection_id is None else str(e.connection_id),
                 _copy_text(_bounded(e.user, 200)),
                 _copy_text(_bounded(e.host, 300)),
                 _copy_text(_bounded(e.ip, 64)),
-                _copy_text(_bounded(e.database, 200)),
-                _copy_text(_bounded(e.command, 40)),
             )
         )
+        command = _copy_text(_bounded(e.command, 40))
+        return f"{head}\t{_copy_text(_bounded(e.database, 200))}\t{command}", f"{head}\t{command}"
 
 
 def stored_copy_line(

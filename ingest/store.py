@@ -1,4 +1,7 @@
-"""The store writer: batches of normalized events into PostgreSQL with binary COPY.
+"""The store writer: batches of normalized events into PostgreSQL with COPY.
+
+Each batch's statements are added to the statement dictionary (ingest_statement) first, those
+that are new only, and its events copied as narrow rows into ingest_event_row (issue 22).
 
 Idempotent: a batch is first copied straight into the event table (the fast
 path). If any of its records is stored already, the unique index on the record
@@ -9,6 +12,7 @@ such conflict the writer stays on the slow path for the rest of the file.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -25,11 +29,25 @@ from ingest.events import EventRecord, FlagCorrection, session_id_of
 from ingest.models import Event, SourceFile
 from ingest.normalize import _SESSION_SWITCHES
 from ingest.partitions import ensure_event_partitions
-from ingest.rows import EVENT_COLUMNS, FormattedBatch, RowFormatter
+from ingest.rows import ROW_COLUMNS, FormattedBatch, RowFormatter, StatementRow, statement_id
 from ingest.sql import log_switches
 
-_COLUMN_LIST = ", ".join(f'"{c}"' for c in EVENT_COLUMNS)
-_COLUMNS = SQL(", ").join(map(Identifier, EVENT_COLUMNS))  # the same, for psycopg.sql
+_COLUMN_LIST = ", ".join(f'"{c}"' for c in ROW_COLUMNS)
+_COLUMNS = SQL(", ").join(map(Identifier, ROW_COLUMNS))  # the same, for psycopg.sql
+
+# The statements of a batch the dictionary may not hold yet, each added under the id its key
+# tries now (ingest.rows.statement_id): one whose id is taken already is not, and is looked at again.
+_STATEMENT_INSERT = """
+INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
+SELECT i, k, d, t, tables::varchar[], x, f, q
+FROM unnest(%s::int8[], %s::bytea[], %s::varchar[], %s::varchar[], %s::text[], %s::bool[], %s::text[],
+            %s::text[]) AS s(i, k, d, t, tables, x, f, q)  -- (tables: each an array literal)
+ON CONFLICT (id) DO NOTHING
+"""
+_STATEMENT_KEYS = "SELECT id, key FROM ingest_statement WHERE id = ANY(%s)"
+_LAST_COLUMN = re.compile(rb"\t(-?[0-9]+)\n")  # a narrow line's statement id (values hold no newline)
+_STATEMENT_ATTEMPTS = 64  # ids tried per statement: a 64-bit id taken already is rare enough
+_STATEMENT_CACHE_SIZE = 200_000  # statements whose ids this process knows are committed
 
 _SESSION_UPSERT = """
 INSERT INTO ingest_session
@@ -59,7 +77,7 @@ ON CONFLICT (key) DO UPDATE SET
 # The slow path: a batch some of whose events are stored already. _COLUMN_LIST is a constant.
 _INSERT_NEW = f"""
 WITH new AS (
-    INSERT INTO ingest_event ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
+    INSERT INTO ingest_event_row ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
     ORDER BY line ON CONFLICT DO NOTHING
     RETURNING id, server, occurred_at, record_hash, destructive, flags, line
 ), alerts AS (
@@ -72,8 +90,13 @@ SELECT id, record_hash FROM new ORDER BY id
 
 COPY_CHUNK_BYTES = 1 << 20  # of a batch's COPY lines (ingest.rows) sent to PostgreSQL in one write
 
-# Where each column sits in a COPY line (for the lines of a batch's new events, on the slow path).
-_RECORD_HASH_FIELD = EVENT_COLUMNS.index("record_hash")
+# Where each column sits in a narrow COPY line (for a batch's new events, on the slow path).
+_RECORD_HASH_FIELD = ROW_COLUMNS.index("record_hash")
+
+
+def _array_literal(items: Sequence[str]) -> str:
+    """A text[] literal: every element double-quoted, its quotes and backslashes escaped."""
+    return "{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items) + "}"
 
 
 # Switch-offs looked at, newest first, when a statement switches a log back on.
@@ -116,6 +139,8 @@ class EventWriter:
         self.source_file_id = source_file_id
         self.ingest_run_id = ingest_run_id
         self._source_id: int | None = None
+        # Statement keys whose ids are known to be in the dictionary (committed), and their ids.
+        self._statement_ids: dict[bytes, int] = {}
 
     @property
     def source_id(self) -> int:
@@ -140,13 +165,14 @@ class EventWriter:
             return 0
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
+        narrow = self._add_statements(batch.statements, batch.narrow)
         if not self.slow_path:
             # COPY returns no ids: the batch's rows get ids after this one (and up to the
             # sequence's value after the COPY, in the order of the lines), which its link records.
             id_after = self._event_id("nextval")
             try:
                 with transaction.atomic():
-                    self._copy("ingest_event", batch.copy)
+                    self._copy("ingest_event_row", narrow)
             except psycopg.errors.UniqueViolation:
                 self.slow_path = True
             except Exception as e:  # Django wraps driver errors; look at the cause.
@@ -158,7 +184,72 @@ class EventWriter:
                 last = self._event_id("currval")
                 self._chain(batch.lines, id_after, last, batch.offsets, copy=batch.copy, chunks=chunks)
                 return batch.count
-        return self._insert_new(batch, chunks)
+        return self._insert_new(batch, narrow, chunks)
+
+    def _add_statements(self, statements: Sequence[StatementRow], narrow: bytes) -> bytes:
+        """Add the batch's statements the dictionary does not hold yet; return its narrow rows,
+        with the id of any statement that is stored under another id than the one they name.
+
+        A key's ids are tried in order (statement_id(key, 0), (key, 1)...); its statement is
+        under the first that is free or holds the key (statements are never deleted). Each round:
+        1. Read the keys under the ids tried now: an id that holds its key is found; one that
+           holds another key sends its key to its next id.
+        2. Insert the statements whose id is free (ON CONFLICT DO NOTHING, in the order of their
+           ids: a writer adding the same statement at the same time waits for the other to
+           commit, and concurrent writers lock alike), and read them back as in 1.
+        Statements this process saw committed are known already; the rows name each statement's
+        first id, and are renumbered for one found under another (rare: a 64-bit id taken).
+        """
+        known = self._statement_ids
+        rows = {row[1]: row for row in statements if row[1] not in known}
+        attempts = dict.fromkeys(rows, 0)
+        found: dict[bytes, int] = {}
+        with connection.cursor() as cur:
+            for _ in range(_STATEMENT_ATTEMPTS):
+                if not attempts:
+                    break
+                trying: dict[int, bytes] = {}
+                for key, attempt in sorted(attempts.items()):
+                    # (two keys trying one id in the same round: the second waits for the next)
+                    trying.setdefault(statement_id(key, attempt), key)
+                held = self._held(cur, list(trying))
+                free = [number for number in trying if number not in held]
+                if free:
+                    new = [(number, *rows[trying[number]][1:]) for number in sorted(free)]
+                    columns: list[list[Any]] = [list(column) for column in zip(*new, strict=True)]
+                    columns[4] = [_array_literal(tables) for tables in columns[4]]
+                    cur.execute(_STATEMENT_INSERT, columns)
+                    held.update(self._held(cur, free))
+                for number, key in trying.items():
+                    if held[number] == key:
+                        found[key] = number
+                        del attempts[key]
+                    else:
+                        attempts[key] += 1
+            else:
+                raise RuntimeError(f"no free statement id for {len(attempts)} statements")
+        # The statement id is the last column of each line; the rows named each statement's id
+        # as the formatter guessed it (ingest.rows.statement_id): renumbered where it is not.
+        stored = {row[1]: known[row[1]] if row[1] in known else found[row[1]] for row in statements}
+        renumber = {row[0]: stored[row[1]] for row in statements if stored[row[1]] != row[0]}
+        if renumber:
+
+            def renumbered(match: re.Match[bytes]) -> bytes:
+                named = int(match[1])
+                return b"\t%d\n" % renumber.get(named, named)
+
+            narrow = _LAST_COLUMN.sub(renumbered, narrow)
+        if len(known) > _STATEMENT_CACHE_SIZE:
+            known.clear()
+        if found:  # known once committed: a batch rolled back takes its statements along
+            transaction.on_commit(lambda: known.update(found))
+        return narrow
+
+    @staticmethod
+    def _held(cur: Any, numbers: list[int]) -> dict[int, bytes]:
+        """The keys of the statements under these ids (those that exist)."""
+        cur.execute(_STATEMENT_KEYS, [numbers])
+        return {number: bytes(key) for number, key in cur.fetchall()}
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
@@ -172,7 +263,7 @@ class EventWriter:
             with connection.cursor() as cur:
                 if timed:
                     cur.execute(
-                        "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                        "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
                         " WHERE (occurred_at, record_hash) IN"
                         " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
                         " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash, source_file_id",
@@ -181,7 +272,7 @@ class EventWriter:
                     changed += cur.fetchall()
                 if untimed:
                     cur.execute(
-                        "UPDATE ingest_event SET flags = array_append(flags, %s)"
+                        "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
                         " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))"
                         " RETURNING occurred_at, record_hash, source_file_id",
                         [c.flag, untimed, c.flag],
@@ -218,8 +309,8 @@ class EventWriter:
     def _event_id(self, function: str) -> int:
         """nextval or currval of the events' id sequence (`function` is one of those two names)."""
         statement = {
-            "nextval": "SELECT nextval(pg_get_serial_sequence('ingest_event', 'id'))",
-            "currval": "SELECT currval(pg_get_serial_sequence('ingest_event', 'id'))",
+            "nextval": "SELECT nextval(pg_get_serial_sequence('ingest_event_row', 'id'))",
+            "currval": "SELECT currval(pg_get_serial_sequence('ingest_event_row', 'id'))",
         }[function]
         with connection.cursor() as cur:
             cur.execute(statement)
@@ -246,24 +337,28 @@ class EventWriter:
             chunks=chunks,
         )
 
-    def _insert_new(self, batch: FormattedBatch, chunks: Sequence[PackedChunk]) -> int:
+    def _insert_new(self, batch: FormattedBatch, narrow: bytes, chunks: Sequence[PackedChunk]) -> int:
         with connection.cursor() as cur:
             staging = SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS"
-                " SELECT {} FROM ingest_event WITH NO DATA"
+                " SELECT {} FROM ingest_event_row WITH NO DATA"
             ).format(_COLUMNS)
             cur.execute(staging.as_string(connection.connection))
             cur.execute("TRUNCATE event_staging")
-        self._copy("event_staging", batch.copy)
+        self._copy("event_staging", narrow)
         with connection.cursor() as cur:
             # _COLUMN_LIST is a constant of this module, not input.
             # Only the events new to the store raise alerts: those the insert returns.
             cur.execute(_INSERT_NEW)
             new = cur.fetchall()
         if new:
-            # The chain records the new events' lines, in the order of their ids.
+            # The chain records the new events' (wide) lines, in the order of their ids; the
+            # narrow rows are in the same order as those, and hold the record hash.
             field = _RECORD_HASH_FIELD
-            by_hash = {line.split(b"\t", field + 1)[field][3:]: line for line in batch.lines}
+            by_hash = {
+                row.split(b"\t", field + 1)[field][3:]: line
+                for row, line in zip(narrow.splitlines(), batch.lines, strict=True)
+            }
             lines = [by_hash[bytes(record_hash).hex().encode()] for _, record_hash in new]
             self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets, chunks=chunks)
         elif chunks:

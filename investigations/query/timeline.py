@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Count, DateTimeField, F, Func, Max, Min, QuerySet, Value
+from django.db.models import Count, DateTimeField, F, Func, QuerySet, Value
 from django.db.models.functions import Coalesce, NullIf
 
 from ingest.models import Event, Gap
@@ -51,9 +51,13 @@ class Timeline:
 
 
 def time_bounds(queryset: QuerySet[Event]) -> tuple[datetime | None, datetime | None]:
-    """The first and last time of the events (two walks of the time index from either end)."""
-    bounds = queryset.aggregate(first=Min("occurred_at"), last=Max("occurred_at"))
-    return bounds["first"], bounds["last"]
+    """The first and last time of the events (two walks of the time index from either end).
+
+    Asked as ORDER BY ... LIMIT 1, not min() and max(): PostgreSQL turns min() and max() into
+    walks of an index only over one table, and events are the view `ingest_event` (a join, left
+    out of the plan only later): over it they read every row (4.3 s at 10 million events)."""
+    timed = queryset.filter(occurred_at__isnull=False).values_list("occurred_at", flat=True)
+    return timed.order_by("occurred_at").first(), timed.order_by("-occurred_at").first()
 
 
 def timeline(

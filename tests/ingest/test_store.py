@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def partition_of_each_event() -> dict[str, int]:
     with connection.cursor() as cur:
-        cur.execute("SELECT tableoid::regclass::text, count(*) FROM ingest_event GROUP BY 1")
+        cur.execute("SELECT tableoid::regclass::text, count(*) FROM ingest_event_row GROUP BY 1")
         return dict(cur.fetchall())
 
 
@@ -25,7 +25,7 @@ def partitions() -> set[str]:
     with connection.cursor() as cur:
         cur.execute(
             "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid"
-            " WHERE i.inhparent = 'ingest_event'::regclass"
+            " WHERE i.inhparent = 'ingest_event_row'::regclass"
         )
         return {row[0] for row in cur.fetchall()}
 

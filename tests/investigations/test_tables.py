@@ -115,7 +115,7 @@ def test_the_list_shows_new_names_however_high_the_event_ids_are(ingest_bytes) -
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT setval(pg_get_serial_sequence('ingest_event', 'id'), %s)", [tables.FRESH_MAX * 5]
+            "SELECT setval(pg_get_serial_sequence('ingest_event_row', 'id'), %s)", [tables.FRESH_MAX * 5]
         )
     ingest_bytes(RENAMES)
     listing = tables_seen("", 100)
