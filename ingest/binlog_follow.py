@@ -173,21 +173,21 @@ def follow_binlogs(
         work.append((listed, later))
     state = dict((source.checkpoint or {}).get("binlog") or {})
     stored = _known_files(source)
-    todo = [
+    unread = [
         (listed, later)
         for listed, later in work
         if not _nothing_new(stored.get((str(listed.path), listed.device, listed.inode)), listed, later)
     ]
     present = {str(listed.path) for listed in listing}
     vanished = [sf for (path, _), sf in known.items() if path not in present]
-    if not todo and not vanished and not notes:
+    if not unread and not vanished and not notes:
         Source.objects.filter(pk=source.pk).update(last_error=storable("; ".join(errors))[:2000])
         if run is not None:
             run.begin(0)
             run.finish()
         return run
     backlog = 0
-    for listed, _ in todo:
+    for listed, _ in unread:
         before = stored.get((str(listed.path), listed.device, listed.inode))
         backlog += max(0, listed.size - (before.resume if before else 0))
     if run is None:
@@ -198,7 +198,7 @@ def follow_binlogs(
         for sf in vanished:
             _vanished(run, sf)
         budget = _Budget(settings.BINLOG_POLL_BYTES, time.monotonic() + settings.BINLOG_POLL_SECONDS)
-        for listed, later in todo:
+        for listed, later in unread:
             if budget.spent():
                 break
             missing = _missing_before(state, listed)
