@@ -6,9 +6,10 @@ Run it from each checkout to compare them (issue 22): `cd /other/checkout && pyt
 /this/checkout/bench/fastpath_bench.py --log ...` measures that checkout's code. The parsing
 process is run over the general log one stage further each time, as bench/stages_bench.py does:
 parse; + sessions; + classification and gaps; + COPY formatting and pickling each batch for the
-pipe. The writing process's share is then timed on those pickles: unpickling, the COPY buffer,
-the custody chain's row digests. CPU time of this process (time.process_time), the minimum of
-`--runs`; also the COPY bytes per event.
+pipe (the last three stages as ingest.tail runs them: since issue 22, one loop,
+normalize.mysql_stages). The writing process's share is then timed on those pickles:
+unpickling, the COPY buffer, the custody chain's row digests. CPU time of this process
+(time.process_time), the minimum of `--runs`; also the COPY bytes per event.
 
 Since issue 22's chunks (a checkout with ingest/chunks.py): the formatting stage reads through
 `FileLines` with its content window, as ingest.tail does, and writes slices' lengths instead of
@@ -49,6 +50,11 @@ BATCH = 20_000  # INGEST_BATCH_SIZE's default
 
 
 try:
+    from ingest.normalize import mysql_stages
+except ImportError:  # a checkout before issue 22's one loop for the stages
+    mysql_stages = None  # type: ignore[assignment]  # absent there
+
+try:
     from ingest.chunks import ContentWindow, pack
     from ingest.tail import FileLines
 except ImportError:  # a checkout before issue 22's chunks
@@ -63,10 +69,12 @@ def items(path: Path, stage: int, window: object = None) -> Iterator[object]:
         lines = FileLines(opened.lines, 0, 1, None, partial_ok=True)
         lines.window = window
     out: Iterator[object] = by_name("general-log").parse(lines, hints=Hints(mtime_year=2026))
-    if stage >= 1:
+    if stage == 1:
         out = tracker.process(out)  # type: ignore[arg-type]  # one variable for every stage's output
-    if stage >= 2:
-        out = GapFinder().process(classify_events(out, tracker.routines))  # type: ignore[arg-type]  # as above
+    elif stage >= 2 and mysql_stages is not None:  # as ingest.tail runs them: one loop
+        out = mysql_stages(out, tracker, GapFinder())  # type: ignore[arg-type]  # as above
+    elif stage >= 2:
+        out = GapFinder().process(classify_events(tracker.process(out), tracker.routines))  # type: ignore[arg-type]  # as above
     return out
 
 

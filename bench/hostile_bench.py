@@ -11,7 +11,8 @@ put, at a quarter of --size and at --size, into:
 2. one log of each format: a statement record holding `DELETE ` + the shape (escaped as the
    format escapes it), the same shape as a line of its own (garbage, or the continuation
    of the record before it), and a `DELETE` after them, run through the pure part of the
-   ingest pipeline (parser, session tracker, classifier), as the parsing process does.
+   ingest pipeline (parser, session tracker, classifier and, since issue 22's one loop, the gap
+   finder), as the parsing process does.
 
 For each it prints the CPU seconds at --size (minimum of --repeat runs) and the growth
 from a quarter of the size (x4 is linear, x16 quadratic), then the worst of each
@@ -34,10 +35,15 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench.regex_audit import BODIES  # noqa: E402
-from ingest.normalize import SessionTracker, classify_events  # noqa: E402
+from ingest.normalize import GapFinder, SessionTracker, classify_events  # noqa: E402
 from ingest.parsers import by_name  # noqa: E402
 from ingest.parsers.records import Hints  # noqa: E402
 from ingest.sql import classify, clear_cache  # noqa: E402
+
+try:
+    from ingest.normalize import mysql_stages
+except ImportError:  # a checkout before issue 22's one loop for the stages
+    mysql_stages = None  # type: ignore[assignment]  # absent there
 
 SQL_HEADS = [
     "",
@@ -146,7 +152,9 @@ def _parse(fmt: str, lines: Iterable[bytes]) -> Iterator[object]:
 def run_pipeline(fmt: str, lines: list[bytes]) -> list[object]:
     tracker = SessionTracker("bench")
     items: Iterable[object] = _parse(fmt, iter(lines))
-    return list(classify_events(tracker.process(items), tracker.routines))  # type: ignore[arg-type]  # the registry's parsers yield Items, typed `object` here
+    if mysql_stages is not None:  # tracker, classifier and gap finder in one loop, as ingest.tail runs them
+        return list(mysql_stages(items, tracker, GapFinder()))  # type: ignore[arg-type]  # the registry's parsers yield Items, typed `object` here
+    return list(classify_events(tracker.process(items), tracker.routines))  # type: ignore[arg-type]  # as above
 
 
 def cpu(work: Callable[[], object], repeat: int) -> float:

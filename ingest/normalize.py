@@ -108,22 +108,25 @@ def decode_sql(argument: bytes) -> str:
 # statements verbatim (pings, COMMIT, SET NAMES, an application's same query with the same
 # values; mariadb-slap's 200,000 records hold a few dozen texts). Bounded in entries and in the
 # length of each: a log of ever-new statements pays one dict miss a record.
-_TEXTS: dict[bytes, tuple[str, bool]] = {}
+_TEXTS: dict[bytes, tuple[str, bool, str | None, str | None]] = {}
 _TEXTS_MAX = 4096
 _TEXT_MAX_BYTES = 1024
 
 
-def statement_text(argument: bytes) -> tuple[str, bool]:
+def statement_text(argument: bytes) -> tuple[str, bool, str | None, str | None]:
     """The event's `sql` for a record's argument: decoded (decode_sql), its secrets masked
-    (secrets.mask_secrets); and whether any were. The same answer for the same bytes, so the
-    answers of recent arguments are remembered (and their text is one object, whose hash the
-    classifier's caches reuse)."""
+    (secrets.mask_secrets); whether any were; and what the text does to the tracker as a Query
+    (_command_effects): the database a USE switches to, and the head ("FLUSH", "SET G", ...,
+    "SHUTD") of a statement that may reopen or switch off the log, else None. The same answer
+    for the same bytes, so the answers of recent arguments are remembered (and their text is one
+    object, whose hash the classifier's caches reuse)."""
     known = _TEXTS.get(argument)
     if known is not None:
         return known
     sql = decode_sql(argument)
     masked = mask_secrets(sql)
-    known = (masked, masked is not sql)
+    head = (masked[:5] if masked[:1] not in _BLANK else masked[:12].lstrip()[:5]).upper()
+    known = (masked, masked is not sql, use_database(masked), head if head in _REOPENER_HEADS else None)
     if len(argument) <= _TEXT_MAX_BYTES:
         if len(_TEXTS) >= _TEXTS_MAX:
             _TEXTS.clear()  # cheaper here than evicting one by one
@@ -384,45 +387,48 @@ class SessionTracker:
                 if (problem := unstorable_problem(item)) is not None:
                     yield problem
                 continue
-            if isinstance(item, Settle):
-                if self._banner is not None:
-                    yield from self._settle(None)
-                continue
-            if isinstance(item, ServerStart):
-                if self._banner is not None:  # a second banner before the first was decided
-                    yield from self._settle(None)
-                if self.boot is None and not self.connections:
-                    # The log begins here: a boot we see start, with nothing to carry over.
-                    self._banner, self._held, self._evidence = item, [], []
-                    self._max_before = 0
-                    continue
-                self._banner, self._held = item, []
-                self._max_before = max(self.max_id, self.max_connect_id)
-                self._evidence = []
-                self._context = self.reopener  # what the log shows just before the banner
-                continue
-            if self._banner is not None:
-                self._held.append(item)
-                if isinstance(item, Problem):
-                    continue
-                if self.boot is None and not self.connections:
-                    yield from self._settle(RESTART)  # the first boot of the log
-                    continue
-                verdict = self._weigh(item, len(self._held) == 1)
-                if verdict is not None or len(self._held) >= HOLD_MAX:
-                    yield from self._settle(verdict)
-                continue
-            if isinstance(item, Problem):
-                yield item
-                continue
-            yield self._event(item, self._utc(item.occurred_at))
-            if self._corrections:
-                yield from self._corrections
-                self._corrections = []
-            if (problem := unstorable_problem(item)) is not None:
-                yield problem
+            yield from self._step(item)
+        yield from self.finish()
+
+    def finish(self) -> list[EventRecord | Problem | FlagCorrection]:
+        """What the end of the input decides: a banner still held is settled as undecided."""
+        return list(self._settle(None)) if self._banner is not None else []
+
+    def _step(self, item: Item | Settle) -> list[EventRecord | Problem | FlagCorrection]:
+        """process() for one item of any kind (the short path of a plain record aside)."""
+        if isinstance(item, Settle):
+            return list(self._settle(None)) if self._banner is not None else []
+        if isinstance(item, ServerStart):
+            out = list(self._settle(None)) if self._banner is not None else []  # a second banner
+            if self.boot is None and not self.connections:
+                # The log begins here: a boot we see start, with nothing to carry over.
+                self._banner, self._held, self._evidence = item, [], []
+                self._max_before = 0
+                return out
+            self._banner, self._held = item, []
+            self._max_before = max(self.max_id, self.max_connect_id)
+            self._evidence = []
+            self._context = self.reopener  # what the log shows just before the banner
+            return out
         if self._banner is not None:
-            yield from self._settle(None)
+            self._held.append(item)
+            if isinstance(item, Problem):
+                return []
+            if self.boot is None and not self.connections:
+                return list(self._settle(RESTART))  # the first boot of the log
+            verdict = self._weigh(item, len(self._held) == 1)
+            if verdict is not None or len(self._held) >= HOLD_MAX:
+                return list(self._settle(verdict))
+            return []
+        if isinstance(item, Problem):
+            return [item]
+        out: list[EventRecord | Problem | FlagCorrection] = [self._event(item, self._utc(item.occurred_at))]
+        if self._corrections:
+            out += self._corrections
+            self._corrections = []
+        if (problem := unstorable_problem(item)) is not None:
+            out.append(problem)
+        return out
 
     def _weigh(self, record: LogRecord, first: bool) -> str | None:
         """What one record held after a banner shows: REOPEN, RESTART or nothing decisive yet.
@@ -635,8 +641,9 @@ class SessionTracker:
             attribution = session.attribution
         if when is None:
             flags.add("time_unknown")
-        masked, secret = statement_text(record.argument)
-        if secret:
+        text = statement_text(record.argument)
+        masked = text[0]
+        if text[1]:
             flags.add("secret_masked")
         user = session.user
         event = EventRecord(
@@ -647,7 +654,8 @@ class SessionTracker:
         )  # fmt: skip
         if session.opened is None and session.attribution == "record" and user is not None:
             session.opened = (when.isoformat() if when else None, event.record_hash())
-        self._command_effects(record.command, session, event, False)
+        if record.command != "Query" or text[2] is not None or text[3] is not None:
+            self._command_effects(record.command, session, event, False, text)
         return event
 
     def _event(self, record: LogRecord, when: datetime | None) -> EventRecord:
@@ -767,8 +775,9 @@ class SessionTracker:
         # Secrets are masked before anything reads the statement (classifier, tracker, gaps,
         # store); the raw bytes keep them, sealed for custody and shown to no one but an admin
         # who reveals them (`secret_masked` says so).
-        masked, secret = statement_text(record.argument)
-        if secret:
+        text = statement_text(record.argument)
+        masked = text[0]
+        if text[1]:
             flags.add("secret_masked")
         if extra and "cut" in extra:
             flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
@@ -794,27 +803,36 @@ class SessionTracker:
         qid = extra.get("query_id") if extra else None
         if qid is not None and qid.isascii() and qid.isdigit() and not failed:
             self._query_ids(session, event, int(qid))
-        self._command_effects(command, session, event, failed)
+        self._command_effects(command, session, event, failed, text)
         return event
 
-    def _command_effects(self, command: str, session: SessionInfo, event: EventRecord, failed: bool) -> None:
+    def _command_effects(
+        self,
+        command: str,
+        session: SessionInfo,
+        event: EventRecord,
+        failed: bool,
+        text: tuple[str, bool, str | None, str | None],
+    ) -> None:
         """What a record's command does to its session and to the log after it (after the event:
-        Init DB and USE change the database of the statements that follow, not their own)."""
-        if command == "Init DB":
-            session.database = event.sql.strip() or None
-        elif command == "Query":
-            sql = event.sql
-            new_db = use_database(sql)
+        Init DB and USE change the database of the statements that follow, not their own). `text`
+        is the record's statement_text: what its text does, worked out once for the same bytes."""
+        if command == "Query":
+            _, _, new_db, head = text
             if new_db:
                 session.database = new_db
-            head = (sql[:5] if sql[:1] not in _BLANK else sql[:12].lstrip()[:5]).upper()
+            if head is None:
+                return  # nearly every statement
             if head == "SHUTD":
                 self.reopener = [event.connection_id, event.line, "asked the server to shut down"]
-            elif not failed and head in _REOPENER_HEADS:
+            elif not failed:
+                sql = event.sql
                 if _FLUSH_LOGS.match(sql):
                     self.reopener = [event.connection_id, event.line, "flushed the logs"]
                 elif _LOGGING_OFF.search(sql):
                     self.reopener = [event.connection_id, event.line, "switched logging off"]
+        elif command == "Init DB":
+            session.database = event.sql.strip() or None
         elif command == "Refresh":
             self.reopener = [event.connection_id, event.line, "flushed the logs"]
         elif command == "Shutdown":
@@ -883,22 +901,33 @@ _IMPLICIT_COMMIT = re.compile(
     r"^(?:CREATE|ALTER|DROP|RENAME|TRUNCATE|GRANT|REVOKE|SET\x20PASSWORD|LOCK\x20TABLES"
     r"|UNLOCK\x20TABLES|LOAD\x20INDEX|ANALYZE|OPTIMIZE|REPAIR|FLUSH|INSTALL|UNINSTALL|BEGIN|START)"
 )
-_COMMITS: dict[str, bool] = {}  # statement type -> whether it commits implicitly (_commits)
-
-
-def _commits(kind: str) -> bool:
-    """_IMPLICIT_COMMIT of a statement type, remembered: there are a few dozen types, and this is
-    asked for every statement."""
-    known = _COMMITS.get(kind)
-    if known is None:
-        if len(_COMMITS) > 4096:  # (types come from the classifier: bounded, but not by us)
-            _COMMITS.clear()
-        known = _COMMITS[kind] = _IMPLICIT_COMMIT.match(kind) is not None
-    return known
-
-
+# What a statement type does to the open transaction (_transactions): nothing but maybe wait in it,
+# roll it back, commit it, commit it and open the next (BEGIN), commit it implicitly, or maybe
+# switch autocommit (SET). Worked out once a type (_transaction_kind): there are a few dozen.
+_TX_NONE, _TX_ROLLBACK, _TX_COMMIT, _TX_BEGIN, _TX_IMPLICIT, _TX_SET = range(6)
+_TX_KINDS: dict[str, int] = {}
 _AUTOCOMMIT = re.compile(r"autocommit\s*=\s*(?P<value>0|1|on|off|true|false)\b", re.IGNORECASE)
 _ROLLBACK_TO = re.compile(r"\bTO\b", re.IGNORECASE)
+
+
+def _transaction_kind(kind: str) -> int:
+    """What statements of this type do to the open transaction (the _TX_ codes), remembered."""
+    known = _TX_KINDS.get(kind)
+    if known is None:
+        if len(_TX_KINDS) > 4096:  # (types come from the classifier: bounded, but not by us)
+            _TX_KINDS.clear()
+        if kind == "ROLLBACK":
+            known = _TX_ROLLBACK
+        elif kind == "COMMIT":
+            known = _TX_COMMIT
+        elif _IMPLICIT_COMMIT.match(kind):
+            known = _TX_BEGIN if kind in ("BEGIN", "START TRANSACTION") else _TX_IMPLICIT
+        elif kind == "SET":
+            known = _TX_SET
+        else:
+            known = _TX_NONE
+        _TX_KINDS[kind] = known
+    return known
 
 
 def _rollback(session: SessionInfo) -> FlagCorrection | None:
@@ -918,27 +947,37 @@ def _transactions(event: EventRecord) -> FlagCorrection | None:
     changed nothing. A server restart drops the list without a verdict (the banner may be
     a log reopening, after which the transaction goes on unseen).
     """
-    session = event.session
-    if event.command in ("Quit", "Change user"):
-        return _rollback(session)
-    if event.command not in ("Query", "Execute") or "failed" in event.flags:
+    command = event.command
+    if command != "Query" and command != "Execute":
+        if command == "Quit" or command == "Change user":
+            return _rollback(event.session)
         return None
-    kind = event.statement_type
-    if kind == "ROLLBACK":
+    if "failed" in event.flags:
+        return None
+    kind = _TX_KINDS.get(event.statement_type)
+    if kind is None:
+        kind = _transaction_kind(event.statement_type)
+    session = event.session
+    if kind == _TX_NONE:
+        pass
+    elif kind == _TX_ROLLBACK:
         if _ROLLBACK_TO.search(event.sql):
             return None
         return _rollback(session)
-    if kind == "COMMIT":
+    elif kind == _TX_COMMIT:
         session.pending, session.explicit = [], False
-    elif _commits(kind):
+        return None
+    elif kind != _TX_SET:
         session.pending = []
-        session.explicit = kind in ("BEGIN", "START TRANSACTION")
-    elif kind == "SET" and (m := _AUTOCOMMIT.search(event.sql)):
+        session.explicit = kind == _TX_BEGIN
+        return None
+    elif m := _AUTOCOMMIT.search(event.sql):
         on = m["value"].lower() in ("1", "on", "true")
         if on:  # turning autocommit on commits what is open
             session.pending, session.explicit = [], False
         session.autocommit = on
-    elif event.destructive and (session.explicit or not session.autocommit):
+        return None
+    if event.destructive and (session.explicit or not session.autocommit):
         session.pending.append((event.record_hash(), event.occurred_at))
     return None
 
@@ -1039,35 +1078,41 @@ def classify_events(
                 item.raw = masked_raw(item.raw)
             yield item
             continue
-        command = item.command
-        if command in STATEMENT_COMMANDS:
-            c = classify(item.sql, item.database)
-            item.statement_type = c.statement_type
-            item.tables = c.tables
-            item.fingerprint = c.fingerprint
-            if c.flags:
-                item.flags |= c.flags
-            if command == "Prepare":
-                # Preparing runs nothing; the Execute that follows is what changes data.
-                item.flags.add("prepared")
-            else:
-                item.destructive = c.destructive
-                if command == "Execute":
-                    item.flags.add("prepared")
-                if routines is not None and item.statement_type in _ROUTINE_TYPES:
-                    _routine(item, routines)
-                if command == "Query" and item.statement_type in _PREPARED_TYPES:
-                    _prepared(item)
-        elif command.startswith(TABLE_EVENT_PREFIX):
-            # A table the server opened for the statement before it: evidence of access,
-            # counted once as destructive on the statement, not again on each table.
-            if item.sql:
-                item.tables = _table_event_tables(command, item.sql, item.database)
-            item.statement_type = command.upper()
+        correction = _classified(item, routines)
         yield item
-        correction = _transactions(item)
         if correction is not None:
             yield correction
+
+
+def _classified(item: EventRecord, routines: dict[str, list[Any]] | None) -> FlagCorrection | None:
+    """classify_events for one event: its classification, and its transaction's correction (to be
+    passed on after it) when it rolls one back."""
+    command = item.command
+    if command in STATEMENT_COMMANDS:
+        c = classify(item.sql, item.database)
+        item.statement_type = c.statement_type
+        item.tables = c.tables
+        item.fingerprint = c.fingerprint
+        if c.flags:
+            item.flags |= c.flags
+        if command == "Prepare":
+            # Preparing runs nothing; the Execute that follows is what changes data.
+            item.flags.add("prepared")
+        else:
+            item.destructive = c.destructive
+            if command == "Execute":
+                item.flags.add("prepared")
+            if routines is not None and item.statement_type in _ROUTINE_TYPES:
+                _routine(item, routines)
+            if command == "Query" and item.statement_type in _PREPARED_TYPES:
+                _prepared(item)
+    elif command.startswith(TABLE_EVENT_PREFIX):
+        # A table the server opened for the statement before it: evidence of access,
+        # counted once as destructive on the statement, not again on each table.
+        if item.sql:
+            item.tables = _table_event_tables(command, item.sql, item.database)
+        item.statement_type = command.upper()
+    return _transactions(item)
 
 
 def classifier_for(dialect: str) -> Callable[..., Iterator[EventRecord | Problem | FlagCorrection]]:
@@ -1090,14 +1135,6 @@ _LOGGING_OFF = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-
-
-def _may_switch_logging(event: EventRecord) -> bool:
-    """Whether _LOGGING_OFF may find something: only a SET or an UNINSTALL switches a log off, alone
-    or among several statements (a cheap test first: that regex, tried at every character, cost
-    more than the rest of the gap finder)."""
-    flags = event.flags
-    return event.statement_type in _SWITCH_TYPES or "multi_statement" in flags or "unparsed" in flags
 
 
 # Times printed with second precision may repeat; further back than this is a clock jump.
@@ -1382,26 +1419,43 @@ class GapFinder:
         if self.dialect == "oracle":
             yield from self._process_oracle(items)
             return
-        switches = _SWITCH_TYPES
         for item in items:
             if not isinstance(item, EventRecord):
                 yield item
                 continue
-            # (Each test first where it is cheap: this runs for every event of every log.)
-            correction = self.reenable.see(item) if item.statement_type in switches else None
+            after = self.after(item)
             yield item
-            if correction is not None:
-                yield correction
-            gaps = self._see(item)
-            if gaps:
-                yield from gaps
-            if item.counter is not None:
-                yield from self.counters.see(item)
-        yield from self.counters.decide(everything=True)  # the read ended: no late record comes
+            if after:
+                yield from after
+        yield from self.finish()
+
+    def after(self, event: EventRecord) -> list[Any] | None:
+        """What the MySQL rules find in one event, to be passed on after it (it is flagged, if it
+        switches a log back on, before it is): the correction of that flag, gaps, counter gaps."""
+        # (Each test first where it is cheap: this runs for every event of every log.)
+        if event.statement_type in _SWITCH_TYPES:
+            correction = self.reenable.see(event)
+            found: list[Any] | None = [correction] if correction is not None else None
+        else:
+            found = None
+        gaps = self._see(event)
+        if gaps:
+            found = gaps if found is None else found + gaps
+        if event.counter is not None:
+            counted = list(self.counters.see(event))
+            if counted:
+                found = counted if found is None else found + counted
+        return found
+
+    def finish(self) -> list[Any]:
+        """What the end of a MySQL read finds: the holes still open, and a logging-off gap nothing
+        closed in this file."""
+        found: list[Any] = list(self.counters.decide(everything=True))  # no late record comes
         gap = self.open_gap()
         if gap is not None:  # nothing recorded after it in this file
             self.off = None
-            yield gap
+            found.append(gap)
+        return found
 
     def _process_postgres(self, items: Iterable[Any]) -> Iterator[Any]:
         """A PostgreSQL log: restarts and the clock as for any log (_see), and pgAudit's switches
@@ -1411,7 +1465,7 @@ class GapFinder:
                 yield item
                 continue
             yield item
-            found = self._see(item)  # (MySQL's switches match no PostgreSQL statement)
+            found = self._see(item) or []  # (MySQL's switches match no PostgreSQL statement)
             found += self.pgaudit.see(item)
             yield from found
         gap = self.open_gap()
@@ -1429,7 +1483,7 @@ class GapFinder:
                 yield item
                 continue
             yield item
-            found = self._see(item)  # (MySQL's switches match no Oracle statement)
+            found = self._see(item) or []  # (MySQL's switches match no Oracle statement)
             found += self.oracle.see(item)
             yield from found
         # Nothing re-enabled these in this file or pull: stored open. The state keeps them, so
@@ -1446,7 +1500,38 @@ class GapFinder:
         when, line, offset, sql = self.off
         return GapRecord("logging_off", when, None, line, offset, f"logging switched off by {sql[:200]!r}")
 
-    def _see(self, event: EventRecord) -> list[GapRecord]:
+    def _see(self, event: EventRecord) -> list[GapRecord] | None:
+        when = event.occurred_at
+        boot = event.session.boot
+        last = self.last_time
+        if (
+            # Nearly every event: no switch-off before it, the same boot, no banner, its time is
+            # the last one (records of one second share one time object) or not far before it.
+            self.off is None
+            and boot == self.boot
+            and event.command != "Server start"
+            and (when is last or when is None or last is None or not when < last - _BACKWARDS)
+        ):
+            found = None
+        else:
+            found = self._found(event)
+        # Only a SET or an UNINSTALL switches a log off, alone or among several statements: a
+        # cheap test first (_LOGGING_OFF, tried at every character, cost more than the rest).
+        flags = event.flags
+        if (
+            event.command in ("Query", "Execute")
+            and (event.statement_type in _SWITCH_TYPES or "multi_statement" in flags or "unparsed" in flags)
+            and "failed" not in flags
+            and _LOGGING_OFF.search(event.sql)
+        ):
+            self.off = (when, event.line, event.offset, event.sql)
+        self.boot = boot
+        if when is not None:
+            self.last_time = when
+        return found
+
+    def _found(self, event: EventRecord) -> list[GapRecord]:
+        """The gaps an event shows (_see, once it is known that it may show one)."""
         found: list[GapRecord] = []
         when = event.occurred_at
         new_boot = self.boot is not None and event.session.boot != self.boot
@@ -1481,14 +1566,132 @@ class GapFinder:
         ):
             detail = f"the clock went back from {self.last_time.isoformat()} to {when.isoformat()}"
             found.append(GapRecord("time_backwards", self.last_time, when, event.line, event.offset, detail))
-        if (
-            event.command in ("Query", "Execute")
-            and "failed" not in event.flags
-            and _may_switch_logging(event)
-            and _LOGGING_OFF.search(event.sql)
-        ):
-            self.off = (when, event.line, event.offset, event.sql)
-        self.boot = event.session.boot
-        if when is not None:
-            self.last_time = when
         return found
+
+
+def mysql_stages(
+    items: Iterable[Item | Settle], tracker: SessionTracker, gaps: GapFinder
+) -> Iterator[EventRecord | Problem | FlagCorrection | GapRecord]:
+    """`gaps.process(classify_events(tracker.process(items), tracker.routines))` for a MySQL or
+    MariaDB log, in one loop: the same items in the same order, and every stage done with an item
+    before the next is taken from `items` (where ingest.tail may make a cut). One frame resumed a
+    record instead of three, and the record nearly every line of a general log is (a statement on
+    a known connection) goes through the stages' short paths with no test repeated."""
+    routines, server = tracker.routines, tracker.server
+    texts, classified, see = _TEXTS, _classified, gaps._see
+    for item in items:
+        if type(item) is LogRecord and tracker._banner is None:
+            when = item.occurred_at
+            when = tracker._utc_out if when is tracker._utc_in else tracker._utc(when)
+            cid = item.connection_id
+            session = tracker.connections.get(cid)
+            command = item.command
+            if (
+                session is not None
+                and item.user is None
+                and item.status is None
+                and not item.extra
+                and session.change is None
+                and session.stale is None
+                and command not in _CONNECT_COMMANDS
+            ):
+                # 1. The tracker: SessionTracker._statement, written out (it learns no corrections).
+                if cid is not None and cid > tracker.max_id:
+                    tracker.max_id = cid
+                flags: set[str] = set()
+                if not session.attributed:
+                    flags.add("unattributed")
+                    attribution = "unattributed"
+                elif session.carried:
+                    attribution = "inferred_reopen"
+                elif session.attribution == "connect" and session.connect_file != tracker.file:
+                    attribution = "connect_earlier_file"
+                else:
+                    attribution = session.attribution
+                if when is None:
+                    flags.add("time_unknown")
+                text = texts.get(item.argument) or statement_text(item.argument)
+                sql = text[0]
+                if text[1]:
+                    flags.add("secret_masked")
+                user = session.user
+                database = item.database or session.database
+                event = EventRecord(
+                    when, server, session, cid, user, session.host, session.ip, database, command, sql,
+                    item.raw, item.line, item.offset, "", (), False, flags, "", item.rows_affected, None,
+                    attribution, None, "", None, item.extra,
+                )  # fmt: skip
+                if session.opened is None and session.attribution == "record" and user is not None:
+                    session.opened = (when.isoformat() if when else None, event.record_hash())
+                if command != "Query" or text[2] is not None or text[3] is not None:
+                    tracker._command_effects(command, session, event, False, text)
+                # 2. Classification and the transaction (_classified), a Query's way written out.
+                if command == "Query":
+                    c = classify(sql, database)
+                    kind = event.statement_type = c.statement_type
+                    event.tables = c.tables
+                    event.fingerprint = c.fingerprint
+                    if c.flags:
+                        flags |= c.flags
+                    event.destructive = c.destructive
+                    if kind in _ROUTINE_TYPES:
+                        _routine(event, routines)
+                    elif kind in _PREPARED_TYPES:
+                        _prepared(event)
+                    if _TX_KINDS.get(kind) == _TX_NONE and "failed" not in flags:
+                        correction = None
+                        if event.destructive and (session.explicit or not session.autocommit):
+                            session.pending.append((event.record_hash(), when))
+                    else:
+                        correction = _transactions(event)
+                else:
+                    correction = classified(event, routines)
+                    kind = event.statement_type
+                # 3. The gap finder (GapFinder.after: the event has no record counter).
+                found = gaps.after(event) if kind in _SWITCH_TYPES else see(event)
+                yield event
+                if found:
+                    yield from found
+                if correction is not None:
+                    yield correction
+                if (
+                    item.host is None
+                    and item.ip is None
+                    and item.database is None
+                    and command in _STORABLE_COMMANDS
+                ):
+                    continue  # unstorable_problem's first answer
+                outs: list[Any] = []
+                if (problem := unstorable_problem(item)) is not None:
+                    outs.append(problem)
+            else:
+                outs = [tracker._event(item, when)]
+                if tracker._corrections:
+                    outs += tracker._corrections
+                    tracker._corrections = []
+                if (problem := unstorable_problem(item)) is not None:
+                    outs.append(problem)
+        else:
+            outs = tracker._step(item)
+        yield from _classified_and_gaps(outs, routines, gaps)
+    yield from _classified_and_gaps(tracker.finish(), routines, gaps)
+    yield from gaps.finish()
+
+
+def _classified_and_gaps(
+    outs: list[Any], routines: dict[str, list[Any]], gaps: GapFinder
+) -> Iterator[EventRecord | Problem | FlagCorrection | GapRecord]:
+    """The tracker's outputs for one item through classify_events and GapFinder.process."""
+    for out in outs:
+        if type(out) is EventRecord:
+            correction = _classified(out, routines)
+            found = gaps.after(out)
+            yield out
+            if found:
+                yield from found
+            if correction is not None:
+                yield correction
+            continue
+        if type(out) is Problem and raw_may_hold_secret(out.raw):
+            out.raw = masked_raw(out.raw)
+        yield out

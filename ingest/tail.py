@@ -15,6 +15,7 @@ import gc
 import gzip
 import hashlib
 import io
+import itertools
 import os
 import pickle
 import queue
@@ -38,7 +39,15 @@ from ingest.chunks import ContentWindow
 from ingest.custody import FileHasher
 from ingest.events import EventRecord, FlagCorrection, GapRecord
 from ingest.models import Source, SourceFile
-from ingest.normalize import SETTLE, GapFinder, SessionTracker, Settle, classifier_for
+from ingest.normalize import (
+    SETTLE,
+    GapFinder,
+    SessionTracker,
+    Settle,
+    classifier_for,
+    classify_events,
+    mysql_stages,
+)
 from ingest.parsers import NAMES, by_name, dialect_of, open_parser
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
 from ingest.parsers.records import Hints, Item, Problem
@@ -241,12 +250,12 @@ def tail_messages(
     # `hints.last_time`: the time carried into the resume point (general log).
     parser = open_parser(by_name(fmt), start_offset=lines.offset, start_line=start_line, hints=hints)
 
-    def parsed() -> Iterator[Item]:
-        yield from parser.feed(lines)
+    def finished() -> Iterator[Item]:
         if finish or (settled and not lines.held):  # else a pending last item is read again later
             yield from parser.finish()
 
-    items: Iterator[Item] = parsed()
+    # (chain: no frame of ours between the parser's items and the stages)
+    items: Iterator[Item] = itertools.chain(parser.feed(lines), finished())
     # Where the parser would resume before its next item, as it tells it (a cheap tuple: the
     # resume point is made of it only where a cut is made); None when it cannot tell.
     resume_point = parser.resume_point
@@ -406,8 +415,12 @@ def tail_messages(
         )
 
     stream: Iterator[Item | Settle] = valve() if resumable else iter(items)
-    for out in gaps.process(classify(tracker.process(stream), tracker.routines)):
-        if isinstance(out, EventRecord):
+    if classify is classify_events:  # MySQL and MariaDB: the three stages in one loop
+        outputs: Iterator[object] = mysql_stages(stream, tracker, gaps)
+    else:
+        outputs = gaps.process(classify(tracker.process(stream), tracker.routines))
+    for out in outputs:
+        if type(out) is EventRecord:  # (exactly: it has no subclasses)
             if formatter:
                 events.append(out)
             else:  # a scan counts them: it keeps none
