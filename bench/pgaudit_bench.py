@@ -15,7 +15,9 @@ Two workloads, both real traffic of a private PostgreSQL 15 with pgAudit 1.7:
   copy (so that each copy's sessions are new ones, as on a server) and repeated until the file
   holds --mb MB (and half that).
 
-Files are written to bench/out/ (gitignored). For each file, each measure is taken --runs
+Files are written to bench/out/ (gitignored), or to $BENCH_OUT. $BENCH_TREE names another
+checkout whose code is measured by this same script (main's worktree, for a before/after in one
+run; nothing is written there). For each file, each measure is taken --runs
 times, each in a fresh child process, and the minimum is kept:
 
 - parser alone (ingest.parsers.pgaudit_csv, no Django, no database): CPU seconds and wall;
