@@ -15,7 +15,9 @@ Two workloads, both real traffic of a private PostgreSQL 15 with pgAudit 1.7:
   copy (so that each copy's sessions are new ones, as on a server) and repeated until the file
   holds --mb MB (and half that).
 
-Files are written to bench/out/ (gitignored). For each file, each measure is taken --runs
+Files are written to bench/out/ (gitignored), or to $BENCH_OUT. $BENCH_TREE names another
+checkout whose code is measured by this same script (main's worktree, for a before/after in one
+run; nothing is written there). For each file, each measure is taken --runs
 times, each in a fresh child process, and the minimum is kept:
 
 - parser alone (ingest.parsers.pgaudit_csv, no Django, no database): CPU seconds and wall;
@@ -51,9 +53,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+# The code measured: this checkout, or the tree $BENCH_TREE names (e.g. main's worktree, to
+# measure "before" with the same script in the same run; nothing is written there).
+REPO = Path(os.environ.get("BENCH_TREE") or Path(__file__).resolve().parent.parent)
 sys.path.insert(0, str(REPO))
-OUT = REPO / "bench" / "out"
+# Where files are written: bench/out/, or $BENCH_OUT (e.g. where bench/out is not writable).
+OUT = Path(os.environ.get("BENCH_OUT") or REPO / "bench" / "out")
 SAMPLE = REPO / "tests" / "fixtures" / "pgaudit_scene"
 PG = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
 _SESSION_RE = re.compile(rb",([0-9a-f]{8})\.([0-9a-f]{1,8}),")

@@ -207,6 +207,8 @@ _CONFIG_RE = re.compile(
     r'\Aparameter "pgaudit\.log" (?:changed to "(?P<value>[^"\n]{0,4096})"'
     r"|(?P<removed>removed from configuration file, reset to default))\Z"
 )
+# The statement types whose text PgAuditWatch.see reads (SET pgaudit.log, RESET...).
+_SETTING_TYPES = frozenset({"SET", "RESET"})
 _MAX_SESSIONS = 10_000  # sessions whose last time is remembered (the oldest is forgotten first)
 
 
@@ -300,6 +302,17 @@ class PgAuditWatch:
                 self.started = _iso(event.occurred_at)
             self.quiet.clear()  # (every session ended with the server)
             return []
+        if (
+            event.command == "Query"
+            and self.off is None
+            and event.connection_id is not None
+            and event.statement_type not in _SETTING_TYPES
+            and (not self.quiet or event.session.key not in self.quiet)
+        ):
+            # Most records: a statement that is no SET or RESET, in a session not set quiet, while
+            # the server logs. What the rules below do with it: its session's last time.
+            self._saw(event.session.key, event.occurred_at)
+            return []
         found: list[GapRecord] = []
         audited = event.command == "Query" and bool(event.extra and event.extra.get("audit_type"))
         if audited and self.off is not None and self.started is not None:
@@ -363,13 +376,18 @@ class PgAuditWatch:
         if event.command == "Quit":
             self.last.pop(key, None)
             return found
-        self.last[key] = when
-        self.last.move_to_end(key)
-        if len(self.last) > _MAX_SESSIONS:
-            self.last.popitem(last=False)
+        self._saw(key, when)
         if len(self.quiet) > _MAX_SESSIONS:  # (bounded: sessions that never end)
             self.quiet.pop(next(iter(self.quiet)))
         return found
+
+    def _saw(self, key: str, when: datetime | None) -> None:
+        """The session's last time is `when`; the session least recently seen goes first."""
+        last = self.last
+        last[key] = when
+        last.move_to_end(key)
+        if len(last) > _MAX_SESSIONS:
+            last.popitem(last=False)
 
 
 _RESTARTED = (

@@ -50,7 +50,7 @@ from ingest.normalize import (
 )
 from ingest.parsers import NAMES, by_name, dialect_of, open_parser
 from ingest.parsers.detect import HEAD_BYTES, UnknownFormat, detect_format
-from ingest.parsers.records import Hints, Item, Problem
+from ingest.parsers.records import Hints, Item, Problem, ServerStart
 from ingest.reading import Cut as ReadCut
 from ingest.reading import cut_line, read_long_line, uncut
 from ingest.rows import RowFormatter
@@ -334,19 +334,33 @@ def tail_messages(
         if gap is not None:
             found.append(gap)
 
+    # Where the last start banner handed to the tracker begins (None: no point before it).
+    banner_at: ResumePoint | None = None
+
+    def end_for_now(end: ResumePoint) -> tuple[bool, ResumePoint]:
+        """(whether the tracker must decide now, where the read ends) where the bytes end for now.
+        While the tracker holds a start banner's records, the read ends before the banner, to be
+        read again with what the server writes after it (a read of the whole file weighs those
+        too, and dates the start by the record after it); only a quiet file (`settled`), or a
+        banner with no point before it, has the tracker decide now (SETTLE)."""
+        if tracker.holding and banner_at is not None and not settled:
+            return False, banner_at  # (what the tracker holds is outside its state: see holding)
+        return tracker.holding, end
+
     def valve() -> Iterator[Item | Settle]:
         """The parser's items, with the cuts made between them. A cut is made only where the
         tracker holds nothing back: not while it holds a start banner's records until they show
-        reopen or restart. Where the bytes end for now, it is told to decide (SETTLE)."""
-        nonlocal want_cut, final, cut_from, flushed_from, flushed_line, continues
+        reopen or restart. Where the bytes end for now, the read ends before a banner it holds
+        (end_for_now), or, in a quiet file, it is told to decide (SETTLE)."""
+        nonlocal want_cut, final, cut_from, flushed_from, flushed_line, continues, banner_at
         iterator = iter(items)
         while True:
             try:
                 item = next(iterator)
             except StopIteration:
                 if not finish:
-                    end = at(last_point[0])
-                    if tracker.holding:
+                    decide, end = end_for_now(at(last_point[0]))
+                    if decide:
                         yield SETTLE
                     if flushed_from is not None:
                         keys = [*flushed_keys]
@@ -370,12 +384,14 @@ def tail_messages(
                 if continues is not None and isinstance(item, Problem) and item.offset == start_offset:
                     _continued(item, continues, corrections)
                 continues = None
+                if isinstance(item, ServerStart):
+                    banner_at = None  # (no point before it: not to be read again from it)
                 yield item
                 continue
             if not finish and lines.eof:
                 if not settled or lines.held:
-                    end = at(before, item)
-                    if tracker.holding:
+                    decide, end = end_for_now(at(before, item))
+                    if decide:
                         yield SETTLE
                     report_open_gap()
                     final = cut(end)
@@ -391,6 +407,8 @@ def tail_messages(
                 cuts.append(cut(at(before, item)))
                 want_cut = False
                 cut_from = lines.offset
+            if isinstance(item, ServerStart):
+                banner_at = at(before, item)
             yield item
 
     def send(c: _Cut, finished: bool) -> Batch:

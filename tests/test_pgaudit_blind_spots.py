@@ -129,8 +129,8 @@ def play(c: Cluster, poll: Callable[[], object] = lambda: None) -> None:
     _admin(c, f"ALTER SYSTEM SET pgaudit.log = '{LOGGING}'")
     _restart(c)
     _delete(c, 9)
-    # (Not right after the start line: a read that ends there dates the start by the record
-    # before it, flagged time_approximate, where a read of the whole file has the record after.)
+    # (Maybe right after the start line: the logging collector writes the lines after it when
+    # it gets to them. A read that ends there ends before the start line, read again next time.)
     poll()
     # 5. The extension dropped and created again: the hooks of the loaded library go on.
     _admin(c, "DROP EXTENSION pgaudit")

@@ -283,14 +283,18 @@ def stored(server: str) -> Counter[tuple[Any, ...]]:
     return Counter((*r[:7], tuple(r[7]), tuple(sorted(r[8]))) for r in rows)
 
 
-@pytest.mark.parametrize(("cuts", "batch", "busy"), [(3, 10_000, False), (7, 5, False), (5, 1, True)])
+@pytest.mark.parametrize(
+    ("cuts", "batch", "busy"), [(3, 10_000, False), (7, 5, False), (5, 1, True), (-2, 10_000, False)]
+)
 def test_a_followed_source_through_the_rotation_stores_each_event_once(
     tmp_path: Path, settings, fmt: str, cuts: int, batch: int, busy: bool
 ) -> None:
     """The server's files appear as the server writes them: the first in pieces cut at line ends
     (inside a statement's lines and a csvlog record's quoted newlines too), polled between
     pieces, committed in batches of `batch` events; then the rotation's new file. `busy`: with
-    another session's login between a statement's two pgAudit entries. Exactly what a straight
+    another session's login between a statement's two pgAudit entries. A negative `cuts`: the
+    first piece is the server's start line alone (a poll that ends right after it, before the
+    server has written anything more), then as many pieces as it says. Exactly what a straight
     ingest of both stores."""
     settings.INGEST_SETTLE_SECONDS = 3600  # never quiet while it is written
     settings.INGEST_BATCH_SIZE = batch
@@ -309,7 +313,11 @@ def test_a_followed_source_through_the_rotation_stores_each_event_once(
     )
     data = first.read_bytes()
     ends = [i + 1 for i, b in enumerate(data) if b == 0x0A]
-    marks = [ends[len(ends) * n // cuts] for n in range(1, cuts)] + [len(data)]
+    if cuts < 0:  # (the scene's first line is the server's start line)
+        cuts = -cuts
+        marks = [ends[0]] + [ends[len(ends) * n // cuts] for n in range(1, cuts)] + [len(data)]
+    else:
+        marks = [ends[len(ends) * n // cuts] for n in range(1, cuts)] + [len(data)]
     target = logdir / ("postgresql-20261125-012332" + first.suffix)
     written = 0
     for mark in marks:

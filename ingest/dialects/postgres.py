@@ -154,7 +154,8 @@ _SPACE_RE = re.compile(r"\s+")
 
 
 # A number as _NUMBER_RE takes it, in a text without quoted names.
-_PLAIN_NUMBER_RE = re.compile(r"(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?![\w$])")
+# (The lookahead first: the lookbehind is then tried only where a digit stands.)
+_PLAIN_NUMBER_RE = re.compile(r"(?=\d)(?<![\w$.])\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?![\w$])")
 
 
 def plain_shape(sql: str) -> str | None:

@@ -110,31 +110,39 @@ class Entry:
 
 def parse_entry(message: str) -> Entry | None:
     """The fields of `AUDIT: ...`, or None when they are not pgAudit's."""
-    body = message[7:]  # after "AUDIT: "
-    fields = _split_entry(body)
+    fields = _split_entry(message, 7)  # (after "AUDIT: ", without copying the rest)
     if fields is None:
         try:
-            fields = next(csv.reader((body,), strict=True))
+            fields = next(csv.reader((message[7:],), strict=True))
         except (csv.Error, StopIteration):
             return None
-    if len(fields) < 7 or len(fields) > 10 or fields[0] not in ("SESSION", "OBJECT"):
+    count = len(fields)
+    if count < 7 or count > 10 or fields[0] not in ("SESSION", "OBJECT"):
         return None
-    if not (fields[1].isascii() and fields[1].isdigit() and fields[2].isascii() and fields[2].isdigit()):
+    statement_id, substatement_id = fields[1], fields[2]
+    if not (statement_id.isdigit() and statement_id.isascii()):
         return None
-    statement = fields[7] if len(fields) > 7 else None
-    parameter = fields[8] if len(fields) > 8 else None
-    rows = fields[9] if len(fields) > 9 else None
+    if not (substatement_id.isdigit() and substatement_id.isascii()):
+        return None
+    if count < 9:
+        statement = fields[7] if count == 8 else None
+        parameter = rows = None
+    else:
+        statement, parameter = fields[7], fields[8]
+        if parameter == "<not logged>" or parameter == "<none>":
+            parameter = None
+        rows = fields[9] if count == 10 else None
     return Entry(
         fields[0],
-        int(fields[1]),
-        int(fields[2]),
+        int(statement_id),
+        int(substatement_id),
         fields[3],
         fields[4],
         fields[5],
         fields[6],
         statement,
-        None if parameter in (None, "<none>", "<not logged>") else parameter,
-        int(rows) if rows is not None and rows.isascii() and rows.isdigit() and len(rows) < 20 else None,
+        parameter,
+        int(rows) if rows is not None and rows.isdigit() and rows.isascii() and len(rows) < 20 else None,
     )
 
 
@@ -142,20 +150,26 @@ def parse_entry(message: str) -> Entry | None:
 _QUOTED_FIELD_RE = re.compile(r'"(?:[^"]|"")*+"')
 
 
-def _split_entry(body: str) -> list[str] | None:
-    """The CSV fields of an AUDIT message by str methods, for the forms pgAudit writes nearly
-    always: seven plain fields, then the statement plain or in one pair of quotes, then plain
-    fields (parameter, rows). None for anything else (a quote elsewhere, a line end outside the
-    quotes): the csv module reads it, as it reads every field the same way (strict)."""
+def _split_entry(body: str, start: int = 0) -> list[str] | None:
+    """The CSV fields of an AUDIT message (`body` from `start`) by str methods, for the forms
+    pgAudit writes nearly always: seven plain fields, then the statement plain or in one pair of
+    quotes, then plain fields (parameter, rows). None for anything else (a quote elsewhere, a
+    line end outside the quotes): the csv module reads it, as it reads every field the same way
+    (strict)."""
     head = body.split(",", 7)
     if len(head) < 8:  # (not pgAudit's: no statement field)
         return None
     rest = head.pop()
-    if '"' in body[: len(body) - len(rest)]:
+    if body.find('"', start, len(body) - len(rest)) >= 0:
         return None
+    if start:
+        head[0] = head[0][start:]
     if rest[:1] != '"':
         if '"' in rest or "\n" in rest or "\r" in rest:
             return None
+        if "," not in rest:  # (the statement the last field: most entries without parameters)
+            head.append(rest)
+            return head
         return head + rest.split(",")
     # The statement, quoted: to its closing quote (a doubled quote is one quote).
     if '""' not in rest:

@@ -39,6 +39,7 @@ def test_it_splits_every_message_as_the_csv_module_or_leaves_it_to_it(body: str)
     fields = _split_entry(body)
     if fields is not None:
         assert fields == _by_csv(body)
+    assert _split_entry("AUDIT: " + body, 7) == fields  # (as parse_entry reads it: in place)
 
 
 @settings(max_examples=500, deadline=None)
