@@ -110,3 +110,29 @@ def test_an_event_inserted_through_the_view_gets_its_statement_and_an_id(ingest_
     stored = Event.objects.get(pk=made.pk)
     assert stored.sql == "DROP TABLE shop.orders"
     assert statement_of(stored).sql == "DROP TABLE shop.orders"
+
+
+HOSTILE = (
+    b"2026-11-25T05:00:00.000000Z\t    4 Connect\tapp@10.0.0.9 on shop using TCP/IP\n"
+    b'2026-11-25T05:00:01.000000Z\t    4 Query\tDELETE FROM `we"ird\\\\tab\tle` WHERE note = \'a\\\\b\\tc\'\n'
+    b"2026-11-25T05:00:02.000000Z\t    4 Query\tUPDATE `x,y{z}` SET v = '\xc3\xa9\\r\\n' WHERE k = 'NULL'\n"
+    b"2026-11-25T05:00:03.000000Z\t    4 Query\tSELECT '\\\\N', \"\\\\\\\\\" FROM t\n"
+)
+
+
+def test_every_stored_statement_holds_its_values_exactly_and_their_key(ingest_bytes) -> None:
+    """Statements go to the dictionary through a staging COPY: escapes of COPY text and of array
+    literals (backslashes, tabs, quotes, commas, braces, a literal \\N) must come back as written,
+    and each statement's key must be the digest of what is stored."""
+    ingest_bytes(HOSTILE)
+    events = list(Event.objects.exclude(command="Connect").order_by("id"))
+    assert [e.sql for e in events] == [
+        "DELETE FROM `we\"ird\\\\tab\tle` WHERE note = 'a\\\\b\\tc'",
+        "UPDATE `x,y{z}` SET v = 'é\\r\\n' WHERE k = 'NULL'",
+        "SELECT '\\\\N', \"\\\\\\\\\" FROM t",
+    ]
+    assert events[0].tables == ['shop.we"ird\\\\tab\tle']
+    assert events[1].tables == ["shop.x,y{z}"]
+    for s in Statement.objects.all():
+        key = statement_key(s.database, s.statement_type, s.tables, s.destructive, s.fingerprint, s.sql)
+        assert bytes(s.key) == key
