@@ -76,7 +76,7 @@ def statement_lines(statements: Iterable[tuple[int, bytes]]) -> bytes:
 def batch_digest(narrow: bytes, statements: Iterable[tuple[int, bytes]]) -> bytes:
     """What a link of version 3 keeps of a whole batch (`rows_sha256`): the SHA-256 of its narrow
     COPY lines as copied, in id order, then of the (id, key) of each statement they name. A
-    statement's key is the SHA-256 of its values (ingest.rows.statement_key), so this seals
+    statement's key is 16 bytes of the SHA-256 of its values (ingest.rows.statement_key), so this seals
     the text, type, tables... of every statement too: ingest.verify makes each key again."""
     digest = hashlib.sha256(narrow)
     digest.update(_STATEMENTS_MARK)

@@ -255,6 +255,7 @@ class RowFormatter:
         self._batch_statements = {}
         alerts: list[AlertLine] = []
         narrow = "".join(self._rows(events, alerts)).encode()
+        offsets = [e.offset for e in events]
         chunks: list[tuple[int, bytes]] = []
         if self.window is not None:
             # Never short of the bytes of an event written as a slice: they go with its batch.
@@ -265,7 +266,7 @@ class RowFormatter:
             sessions=[_session_row(s) for s in sessions.values()],
             months=self._months,
             alerts=alerts,
-            offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
+            offsets=(min(offsets), max(offsets)) if offsets else (0, 0),
             chunks=chunks,
             statements=list(self._batch_statements.values()),
         )
