@@ -37,12 +37,11 @@ def verify(*args: str) -> tuple[int, str]:
     return 0, out.getvalue()
 
 
-def ingest(tmp_path: Path, fixture: Path = SCENARIO) -> Path:
-    path = tmp_path / "general.log"
+def ingest(tmp_path: Path, fixture: Path = SCENARIO, name: str = "general.log", server: str = "db1") -> Path:
+    path = tmp_path / name
     path.write_bytes(fixture.read_bytes())
-    ingest_file(
-        path, source=source_for_path(path, server="db1", fmt="general-log", tz="UTC"), fmt="general-log"
-    )
+    source = source_for_path(path, server=server, fmt="general-log", tz="UTC")
+    ingest_file(path, source=source, fmt="general-log")
     return path
 
 
@@ -141,6 +140,23 @@ def test_a_statement_text_shared_by_many_events_edited_is_found_and_its_events_n
     assert status == 1
     assert f"statement {number}, named by {len(ids)} event(s)" in out
     assert "was changed after it was written (its key is not one of its id's)" in out
+
+
+def test_rows_renumbered_by_the_writer_to_a_statements_next_id_verify(tmp_path: Path) -> None:
+    ingest(tmp_path, SLAP, name="a.log", server="a")
+    number, ids = shared_statement()
+    key = bytes(Statement.objects.get(pk=number).key)
+    # Another statement holds that id now (a 64-bit id shared by two keys, made to happen): to
+    # the first source's chain, its statement was altered.
+    Statement.objects.filter(pk=number).update(key=b"\x00" * 16)
+    ingest(tmp_path, SLAP, name="b.log", server="b")
+    renumbered = Event.objects.filter(server="b", statement_id=statement_id(key, 1))
+    assert renumbered.count() == len(ids)
+    status, out = verify()
+    assert status == 1
+    (finding,) = [line for line in out.splitlines() if line.startswith("ALTERED")]
+    assert f"a.log' link 1: statement {number}, named by {len(ids)} event(s)" in finding
+    assert "its values no longer make its key" in finding
 
 
 def test_a_statement_deleted_from_the_dictionary_is_found(tmp_path: Path) -> None:
