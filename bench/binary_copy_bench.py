@@ -96,7 +96,7 @@ class BinaryFormatter:
         out = [HEADER]
         append = out.append
         count = struct.pack(">h", len(ROW_COLUMNS))
-        last_time: object = None
+        last_time: object = self  # (no event's time: the first always makes its head)
         when = b""
         head: object = None
         for e in events:
