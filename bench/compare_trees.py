@@ -13,7 +13,7 @@ read by `pt-query-digest --type genlog --no-report` in every round, so the ratio
 tool comes from the same run. The other formats are written from the general log's traffic as
 bench/formats_bench.py writes them, until each file holds --mb MB. Both checkouts must store the
 same number of events. Both checkouts are byte-compiled first (python -m compileall), as an
-installed app is. Results: a Markdown table and bench/out/compare.json.
+installed app is. Results: a Markdown table and compare.json in `--out` (bench/out).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def store_bytes(cluster: Cluster, db: str) -> int:
     return int(cluster.psql(_STORE_SQL, db))
 
 
-def files(log: Path, mb: int, formats: list[str]) -> dict[str, Path]:
+def files(log: Path, mb: int, formats: list[str], out: Path = OUT) -> dict[str, Path]:
     # imported here: it reads the general log's traffic only when another format is asked
     import formats_bench
 
@@ -148,7 +148,7 @@ def files(log: Path, mb: int, formats: list[str]) -> dict[str, Path]:
     for fmt in formats:
         if fmt == "general-log":
             continue
-        path = OUT / f"compare-{fmt}-{mb}mb.log"
+        path = out / f"compare-{fmt}-{mb}mb.log"
         if not path.exists():
             rows = rows or formats_bench.events(log)
             formats_bench.write(path, fmt, rows, mb * 1_000_000)
@@ -166,10 +166,11 @@ def main() -> int:
     every = ["general-log", "mariadb-audit", "json-audit", "xml-audit", "audit-csv"]
     ap.add_argument("--formats", nargs="*", default=every)
     ap.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"))
+    ap.add_argument("--out", type=Path, default=OUT, help="where compare.json goes (and the logs it writes)")
     args = ap.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
-    inputs = files(args.log, args.mb, args.formats)
+    inputs = files(args.log, args.mb, args.formats, args.out)
     cluster = Cluster()
     results: dict[str, dict[str, list[dict]]] = {fmt: {"old": [], "new": []} for fmt in inputs}
     pt: list[dict] = []
@@ -216,7 +217,7 @@ def main() -> int:
         "pt_query_digest": pt,
         "min": summary,
     }
-    (OUT / "compare.json").write_text(json.dumps(record, indent=2))
+    (args.out / "compare.json").write_text(json.dumps(record, indent=2))
     print(
         "| file | checkout | events | wall s | events/s | vs pt-query-digest | ingest CPU s"
         " | PostgreSQL CPU s | store MB per GB of log |"

@@ -54,7 +54,7 @@ def measure(path: Path, fmt: str) -> tuple[int, int, int, int]:
         nonlocal events, wide, narrow
         formatted = formatter.format(batch)
         events += formatted.count
-        wide += len(formatted.copy)
+        wide += len(getattr(formatted, "copy", b""))  # (no wide line since custody links of version 3)
         narrow += len(formatted.narrow)
         for row in formatted.statements:
             # The dictionary row's COPY text, about: id, key, the values, tabs and a newline.
@@ -84,8 +84,9 @@ def main() -> int:
         if not events:
             print(f"| {path.name} | 0 | | | | |")
             continue
+        wide_text = f"{wide / events:.0f}" if wide else "-"
         print(
-            f"| {path.name} | {events:,} | {distinct:,} | {events / distinct:.1f} | {wide / events:.0f}"
+            f"| {path.name} | {events:,} | {distinct:,} | {events / distinct:.1f} | {wide_text}"
             f" | {narrow / events:.0f} |"
         )
     return 0

@@ -15,6 +15,8 @@ Since issue 22's chunks (a checkout with ingest/chunks.py): the formatting stage
 `FileLines` with its content window, as ingest.tail does, and writes slices' lengths instead of
 raw bytes; the writer's share adds the chunks' SHA-256 and zstd (ingest.chunks.pack) and the
 links of version 2 (one SHA-256 of the batch, a CRC-32 per row). Also the chunk bytes per event.
+A checkout whose batches carry no wide lines (custody links of version 3) digests the narrow
+buffer and the statements its rows name instead.
 """
 
 from __future__ import annotations
@@ -110,9 +112,13 @@ def writing(pickles: list[bytes]) -> tuple[float, int, int]:
         if hasattr(batch, "chunks"):  # since issue 22's chunks: packed; a link of version 2
             kept += sum(len(c.data) for c in pack(batch.chunks))
             lines = batch.lines
-            data = batch.copy
+            data = getattr(batch, "copy", None)
+            if data is None:  # custody links of version 3: the narrow buffer and its statements
+                data = batch.narrow
+                custody.batch_digest(data, [(row[0], row[1]) for row in batch.statements])
+            else:  # version 2: the wide lines made besides the narrow ones
+                custody.hashlib.sha256(data).digest()
             custody.row_checks(lines)
-            custody.hashlib.sha256(data).digest()
             size += len(data)
             events += len(lines)
             continue

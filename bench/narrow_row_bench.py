@@ -113,7 +113,7 @@ def today(events: list[EventRecord]) -> tuple[float, int]:
     size = 0
     for i in range(0, len(events), BATCH):
         batch = formatter.format(events[i : i + BATCH])
-        size += len(batch.copy)
+        size += len(getattr(batch, "copy", None) or batch.narrow)  # (the narrow row only, since custody v3)
         pickle.dumps(("item", batch), pickle.HIGHEST_PROTOCOL)
     return time.process_time() - start, size
 

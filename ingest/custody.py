@@ -15,7 +15,7 @@ import hashlib
 import json
 import struct
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,9 +29,12 @@ from ingest.rows import EVENT_COLUMNS, stored_copy_line
 
 LINK_VERSION = "auditweb-custody-1"
 LINK_VERSION_2 = "auditweb-custody-2"
+LINK_VERSION_3 = "auditweb-custody-3"
+LINK_HEADS = {1: LINK_VERSION, 2: LINK_VERSION_2, 3: LINK_VERSION_3}
+EVENTS_LINK_VERSION = 3  # of the links chain_events appends
 ZERO_HASH = bytes(32)
 ROW_DIGEST_BYTES = 16  # of each event row's SHA-256: 128 bits, kept per event in links of version 1
-ROW_CHECK_BYTES = 4  # of each event row's CRC-32, in links of version 2 (the batch has one SHA-256)
+ROW_CHECK_BYTES = 4  # of each event row's CRC-32, in links of versions 2 and 3 (the batch has one SHA-256)
 HASH_CHUNK = 1 << 20
 
 
@@ -47,7 +50,7 @@ def copy_digests(lines: Sequence[bytes]) -> bytes:
 
 
 def row_checks(lines: Sequence[bytes]) -> bytes:
-    """What a link of version 2 keeps of each row to say which differ: its CRC-32, 4 bytes
+    """What a link of version 2 or 3 keeps of each row to say which differ: its CRC-32, 4 bytes
     big-endian. The rows are sealed by the batch's SHA-256 (`rows_sha256`); these only point."""
     checks = array.array("I", [zlib.crc32(line) for line in lines])
     if checks.itemsize != ROW_CHECK_BYTES:  # (4 on every platform Python supports; said, not assumed)
@@ -55,6 +58,32 @@ def row_checks(lines: Sequence[bytes]) -> bytes:
     if struct.pack("=I", 1) != struct.pack(">I", 1):
         checks.byteswap()
     return checks.tobytes()
+
+
+# What separates a batch's narrow rows from the statements they name in what a link of version 3
+# digests: a line with no tab, which no COPY line of 24 columns is.
+_STATEMENTS_MARK = b"statements\n"
+_STATEMENT_RECORD = struct.Struct(">q16s")  # a statement's id and key, in a link of version 3's digest
+
+
+def statement_lines(statements: Iterable[tuple[int, bytes]]) -> bytes:
+    """The statements a batch's rows name, as a link of version 3 digests them: 24 bytes each,
+    the id (8 bytes, big-endian, signed) and the key (16 bytes), in the order of their ids. (A
+    key of another length, altered, is found by verification's own check of each key.)"""
+    keys = dict(statements)
+    pack, key_of = _STATEMENT_RECORD.pack, keys.__getitem__
+    return b"".join([pack(number, bytes(key_of(number))) for number in sorted(keys)])
+
+
+def batch_digest(narrow: bytes, statements: Iterable[tuple[int, bytes]]) -> bytes:
+    """What a link of version 3 keeps of a whole batch (`rows_sha256`): the SHA-256 of its narrow
+    COPY lines as copied, in id order, then of the (id, key) of each statement they name. A
+    statement's key is 16 bytes of the SHA-256 of its values (ingest.rows.statement_key), so this seals
+    the text, type, tables... of every statement too: ingest.verify makes each key again."""
+    digest = hashlib.sha256(narrow)
+    digest.update(_STATEMENTS_MARK)
+    digest.update(statement_lines(statements))
+    return digest.digest()
 
 
 # -- a SHA-256 that can be saved and resumed ---------------------------------------------------------
@@ -161,7 +190,8 @@ LINK_FIELDS = (
     "id_last", "offset_min", "offset_max", "event_count", "row_digests", "flag", "keys",
     "file_bytes", "file_sha256", "file_scope",
 )  # fmt: skip
-# Links of version 2 (issue 22) hash these too: the batch's rows as one digest, its content chunks.
+# Links of versions 2 and 3 (issue 22) hash these too: the batch's rows as one digest, its content
+# chunks. (Version 3 digests the narrow rows and their statements; version 2 the wide lines.)
 LINK_FIELDS_2 = (*LINK_FIELDS, "version", "rows_sha256", "chunks")
 
 # Numbers the next link of a source and locks its head row until the transaction ends: a
@@ -176,9 +206,9 @@ RETURNING seq, hash
 def link_hash(prev_hash: bytes, values: Mapping[str, Any]) -> bytes:
     """The hash of a link: SHA-256 of the previous link's hash and of this link's fields, each
     written as `name=value` on its own line (row digests by their SHA-256). Version 2 adds its
-    own fields after the others, under its own first line."""
+    own fields after the others, under its own first line (version 3: the same fields)."""
     version = values.get("version") or 1
-    lines = [LINK_VERSION if version == 1 else LINK_VERSION_2]
+    lines = [LINK_HEADS[version]]
     for name in LINK_FIELDS if version == 1 else LINK_FIELDS_2:
         value = values[name]
         if name == "row_digests":
@@ -202,7 +232,7 @@ def _insert_link(fields: Sequence[str]) -> str:
 
 # A link of version 1 names only its columns: migration 0012 appends links to a table without
 # those of version 2.
-_INSERT_LINK = {1: _insert_link(LINK_FIELDS), 2: _insert_link(LINK_FIELDS_2)}
+_INSERT_LINK = {1: _insert_link(LINK_FIELDS), 2: _insert_link(LINK_FIELDS_2), 3: _insert_link(LINK_FIELDS_2)}
 
 
 def append_link(*, source_id: int, kind: str, **fields: Any) -> int:
@@ -242,11 +272,13 @@ def chain_events(
     id_last: int,
     offsets: tuple[int, int],
     copy: bytes | None = None,
+    statements: Iterable[tuple[int, bytes]] = (),
     chunks: Sequence[PackedChunk] = (),
 ) -> None:
-    """Record a batch of events just stored (a link of version 2): the SHA-256 of their COPY
-    lines as written, in id order (`copy`: those lines joined, when the caller has them so), a
-    CRC-32 of each, the ids they got, and the content chunks stored with them."""
+    """Record a batch of events just stored (a link of version 3): the SHA-256 of their narrow
+    COPY lines as copied, in id order (`copy`: those lines joined, when the caller has them so),
+    and of the (id, key) of the statements they name; a CRC-32 of each line, the ids they got,
+    and the content chunks stored with them."""
     append_link(
         source_id=source_id,
         kind="events",
@@ -258,8 +290,8 @@ def chain_events(
         offset_max=offsets[1],
         event_count=len(lines),
         row_digests=row_checks(lines),
-        version=2,
-        rows_sha256=hashlib.sha256(b"".join(lines) if copy is None else copy).digest(),
+        version=EVENTS_LINK_VERSION,
+        rows_sha256=batch_digest(b"".join(lines) if copy is None else copy, statements),
         chunks=[c.described() for c in chunks],
     )
 

@@ -1,10 +1,11 @@
 """The COPY row format: how a normalized event becomes one line of PostgreSQL's text COPY format.
 
-Pure formatting, no database. Each event is formatted twice over the same values: the narrow
-row the writer (ingest.store) copies into `ingest_event_row`, pointing to its statement in the
-statement dictionary (`ingest_statement`, issue 22), and the wide line of every column the
-custody chain (ingest.custody) keeps a digest of, which ingest.verify makes again from the
-stored columns (stored_copy_line) to check that digest.
+Pure formatting, no database. Each event is formatted once, as the narrow row the writer
+(ingest.store) copies into `ingest_event_row`, pointing to its statement in the statement
+dictionary (`ingest_statement`, issue 22). The custody chain (ingest.custody) digests those lines
+as they were copied, and ingest.verify makes them again from the stored columns
+(stored_narrow_line). stored_copy_line makes the wide line of every column that links of
+versions 1 and 2 digested, for those links.
 """
 
 from __future__ import annotations
@@ -162,8 +163,11 @@ class FormattedBatch:
     and it is what COPY sends anyway.
     """
 
-    copy: bytes  # one COPY line per event, each ending in a newline (which no value holds)
-    count: int  # how many lines (events) `copy` holds
+    # The narrow rows (ROW_COLUMNS of ingest_event_row), one COPY line per event, each ending in
+    # a newline (which no value holds). The writer copies them as they are; the custody chain
+    # digests them (links of version 3).
+    narrow: bytes
+    count: int  # how many lines (events) `narrow` holds
     sessions: list[tuple[int, *tuple[object, ...]]]  # session rows to upsert, id first (_session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
     alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
@@ -171,16 +175,14 @@ class FormattedBatch:
     # The file's content its read got through, as (offset, bytes) of at most CHUNK_BYTES each
     # (ingest.chunks): the events written without raw bytes of their own point into these.
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
-    # The narrow rows (ROW_COLUMNS), one line per event in the order of `copy`, and the distinct
-    # statements they point to (each with the id its rows name: statement_id(key)).
-    narrow: bytes = b""
+    # The distinct statements the rows name (each with the id its rows name: statement_id(key)).
     statements: list[StatementRow] = field(default_factory=list)
 
     @property
     def lines(self) -> list[bytes]:
         """The COPY lines, newline included. Values hold no raw newline or CR (_copy_text escapes
         them), so each line ends at the first."""
-        return self.copy.splitlines(keepends=True)
+        return self.narrow.splitlines(keepends=True)
 
     @property
     def rows(self) -> list[str]:
@@ -200,183 +202,258 @@ def _session_row(s: SessionInfo) -> tuple[int, *tuple[object, ...]]:
 
 
 _FORMATTED_CACHE_SIZE = 50_000  # entries in each of RowFormatter's caches
+_NO_FLAGS: frozenset[str] = frozenset()
 
 
 class RowFormatter:
-    """Turns events into COPY lines. Pure: no database; session ids come from their keys."""
+    """Turns events into narrow COPY lines. Pure: no database; session ids come from their keys,
+    statement ids from their keys (statement_id)."""
 
     def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
         self._run_id = NULL if ingest_run_id is None else str(ingest_run_id)
         self._source_file_id = str(source_file_id)
         # Formatted COPY fields, by what they were formatted from (see _row).
-        self._who: dict[tuple[object, ...], tuple[str, str]] = {}
-        self._what: dict[tuple[object, ...], tuple[str, str, str, str | None]] = {}
+        self._who: dict[tuple[object, ...], str] = {}
+        self._flags: dict[frozenset[str], tuple[str, str | None, str | None]] = {}
+        self._status: dict[str, str] = {}
         # Statements by their values (database, type, tables, destructive, fingerprint, sql):
-        # their id as formatted, and their row for the dictionary.
-        self._statements: dict[tuple[object, ...], tuple[str, StatementRow]] = {}
+        # (database, type, tables, destructive, fingerprint, the columns type to destructive as
+        # formatted, the id as formatted, the row for the dictionary); and the last such entry
+        # of each text, checked value by value (no tuple to build and hash for a text seen).
+        self._statements: dict[tuple[object, ...], tuple[Any, ...]] = {}
+        self._by_text: dict[str, tuple[Any, ...]] = {}
         self._named: dict[int, bytes] = {}  # the keys of the ids named (two keys, two ids)
         self._batch_statements: dict[int, StatementRow] = {}
-        self._narrow: list[str] = []
-        self._alerts: list[AlertLine] = []
+        # Per session key: the formatted run, session and file columns.
         self._session_ids: dict[str, str] = {}
         self._last_time: datetime | None = None
-        self._last_iso = ""  # read only once _last_time is set
+        self._last_iso = NULL  # the COPY field of _last_time
+        self._hash_server: str | None = None
+        # The record hash's BLAKE2b over its input up to the offset, for _last_time and _hash_server.
+        self._hash_head = hashlib.blake2b(digest_size=16)
         self._months: set[date] = set()  # the months of the batch being formatted
         # The content the read handed its parser (ingest.tail.FileLines), when it is a file's:
         # events whose raw bytes are a slice of it are written with their length only.
         self.window: ContentWindow | None = None
-        self._slices_end = 0
+        self._slices_end = 0  # where the bytes of the last batch's slices end (see _rows)
 
     def format(self, events: Sequence[EventRecord], upto: int | None = None) -> FormattedBatch:
         """The events as COPY lines; with a window, the content chunks up to `upto` (where the
         read got: a resume point, the end of the file) and at least to the end of the bytes of
         every event written as a slice (whose bytes must be committed with it)."""
-        for cache in (self._who, self._what, self._session_ids, self._statements):
+        for cache in (self._who, self._flags, self._status, self._session_ids, self._statements):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
         if not self._statements:
             self._named.clear()
+            self._by_text.clear()
         sessions = {e.session.key: e.session for e in events}
-        self._alerts = []
         self._months = set()
         self._last_time = None  # (each batch's months are found again by _row)
-        self._slices_end = 0  # where the bytes of the batch's slices end (see _row)
+        self._last_iso = NULL
+        self._hash_server = None
         self._batch_statements = {}
-        self._narrow = []
-        copy = "".join([self._row(e) for e in events]).encode()
-        narrow = "".join(self._narrow).encode()
-        self._narrow = []
+        alerts: list[AlertLine] = []
+        narrow = "".join(self._rows(events, alerts)).encode()
+        offsets = [e.offset for e in events]
         chunks: list[tuple[int, bytes]] = []
         if self.window is not None:
             # Never short of the bytes of an event written as a slice: they go with its batch.
             chunks = self.window.take(max(upto or 0, self._slices_end))
         return FormattedBatch(
-            copy=copy,
+            narrow=narrow,
             count=len(events),
             sessions=[_session_row(s) for s in sessions.values()],
             months=self._months,
-            alerts=self._alerts,
-            offsets=(min(e.offset for e in events), max(e.offset for e in events)) if events else (0, 0),
+            alerts=alerts,
+            offsets=(min(offsets), max(offsets)) if offsets else (0, 0),
             chunks=chunks,
-            narrow=narrow,
             statements=list(self._batch_statements.values()),
         )
 
-    def _row(self, e: EventRecord) -> str:
-        """One line of PostgreSQL's text COPY format for the event (see _copy_text).
-
-        The columns that repeat from one event to the next are formatted once and looked up
-        after that: who and where (server ... command), what the statement is (type, tables,
-        destructive, flags, fingerprint), the status, the session id and the statement's id.
-        The event's narrow row (ROW_COLUMNS) goes to self._narrow, made of the same values.
-        """
-        sql = e.sql if len(e.sql) <= MAX_SQL_CHARS else e.sql[:MAX_SQL_CHARS]
-        flags = e.flags | {"sql_truncated"} if sql is not e.sql else e.flags
-        occurred = e.occurred_at
+    def _time(self, occurred: datetime | None, server: str) -> None:
+        """A new time object (or server): its COPY field, its month, the record hash's start."""
+        self._last_time, self._hash_server = occurred, server
         if occurred is None:
-            when = NULL
-        elif occurred is self._last_time:  # the tracker hands consecutive records one object
-            when = self._last_iso
+            self._last_iso, when = NULL, "-"
         else:
-            when = self._last_iso = occurred.isoformat()
-            self._last_time = occurred
+            self._last_iso = when = occurred.isoformat()
             # The month (partition) of each new time only: per event it cost a tenth of _row.
             self._months.add(month_of(occurred))
-        key = (e.server, e.connection_id, e.user, e.host, e.ip, e.database, e.command)
-        who_pair = self._who.get(key)
-        if who_pair is None:
-            who_pair = self._who[key] = self._format_who(e)
-        who, who_row = who_pair
-        tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
-        what_key = (e.statement_type, tables, e.destructive, frozenset(flags), e.fingerprint, e.status)
-        what = self._what.get(what_key)
-        if what is None:
-            what = self._what[what_key] = self._format_what(e, tables, flags)
-        session_id = self._session_ids.get(e.session.key)
-        if session_id is None:
-            session_id = self._session_ids[e.session.key] = str(session_id_of(e.session.key))
-        rows = NULL if e.rows_affected is None else str(e.rows_affected)
-        record_hash = e.record_hash(None if when is NULL else when)
-        definer = NULL if e.definer is None else _copy_text(_bounded(e.definer, 300))
-        hash_hex = record_hash.hex()
-        raw = e.raw
+        # EventRecord.record_hash's input up to the offset (its values must stay those it makes),
+        # hashed once: each event's hash goes on from a copy of it.
+        head = f"{server}\x00{when}\x00".encode("utf-8", "surrogateescape")
+        self._hash_head = hashlib.blake2b(head, digest_size=16)
+
+    def _rows(self, events: Sequence[EventRecord], alerts: list[AlertLine]) -> list[str]:
+        """One narrow COPY line per event (ROW_COLUMNS, see _copy_text), and the alerts they raise.
+
+        What repeats from one event to the next is formatted once and looked up after that:
+        who (server ... ip), the statement (its id, type, tables and destructive), the flags
+        and the alert they raise, the status, the run, session and file columns. The time's
+        field, month and the record hash's head are made again only when the time object
+        changes (the tracker hands consecutive records of one second one object). The record
+        hash is EventRecord.record_hash's: BLAKE2b-128 of server, time, offset and raw bytes.
+        """
+        who_of, flags_of, status_of, sessions = self._who, self._flags, self._status, self._session_ids
+        by_text = self._by_text
+        batch_statements = self._batch_statements
         window = self.window
-        # A slice of the file's content: only its length (the bytes go in the batch's chunks).
-        if window is not None and window.holds(e.offset, raw):
-            raw_field = NULL
-            if e.offset + len(raw) > self._slices_end:
-                self._slices_end = e.offset + len(raw)
-        else:
-            raw_field = _copy_bytea(raw)
-        if what[3] is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
-            self._alerts.append(f"{what[3]}\t{_copy_text(e.server)}\t{when}\t\\\\x{hash_hex}\n")
-        sql_copy = _copy_text(sql)
-        statement = self._statement_id(e, tables, sql, sql_copy)
-        tail = (
-            f"\t{e.line}\t{e.offset}\t\\\\x{hash_hex}\t{self._run_id}\t{session_id}\t{self._source_file_id}"
-            f"\t{e.attribution or 'unattributed'}\t{definer}\t{len(raw)}"
-        )
-        self._narrow.append(
-            f"{when}\t{who_row}\t{what[0]}\t{rows}\t{what[2]}\t{raw_field}{tail}\t{statement}\n"
-        )
-        return f"{when}\t{who}\t{what[0]}\t{sql_copy}\t{what[1]}\t{rows}\t{what[2]}\t{raw_field}{tail}\n"
-
-    def _statement_id(self, e: EventRecord, tables: tuple[str, ...], sql: str, sql_copy: str) -> str:
-        """The event's statement id, formatted, with its statement added to the batch's."""
-        database = e.database
-        values = (database, e.statement_type, tables, e.destructive, e.fingerprint, sql)
-        found = self._statements.get(values)
-        if found is None:
-            # The values as the wide line stores them (_format_what, _format_who): COPY's
-            # escapes undone where a value has any (they are of the line, not of the value).
-            stored_database = _bounded(database, 200)
-            stored_type = _bounded(e.statement_type, 60)
-            stored_tables = [t if len(t) <= 400 else _bounded(t, 400) for t in tables]
-            fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
-            key = statement_key(stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
-            number, attempt = statement_id(key), 0
-            while self._named.setdefault(number, key) != key:  # (its first id is another key's)
-                attempt += 1
-                number = statement_id(key, attempt)
-            row = (number, key, stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
-            found = self._statements[values] = (str(number), row)
-        self._batch_statements.setdefault(found[1][0], found[1])
-        return found[0]
-
-    @staticmethod
-    def _format_what(
-        e: EventRecord, tables: tuple[str, ...], flags: set[str]
-    ) -> tuple[str, str, str, str | None]:
-        """The columns of what the statement is, in three runs around `sql` and `rows_affected`:
-        (statement_type ... flags), fingerprint, status; and the alert such a statement raises.
-        The narrow row has the first and the status too."""
-        fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
-        head = "\t".join(
-            (
-                _copy_text(_bounded(e.statement_type, 60)),
-                _copy_array(t if len(t) <= 400 else _bounded(t, 400) for t in tables),
-                "t" if e.destructive else "f",
-                _copy_array(sorted(flags)),
+        # The content the events may be slices of: nearly always one run (ingest.chunks).
+        runs = window.runs() if window is not None else []
+        run_start, run = runs[0] if len(runs) == 1 else (-1, b"")
+        slices_end = 0
+        lines: list[str] = []
+        append = lines.append
+        for e in events:
+            sql, flags = e.sql, e.flags
+            if len(sql) > MAX_SQL_CHARS:
+                sql, flags = sql[:MAX_SQL_CHARS], flags | {"sql_truncated"}
+            occurred, server = e.occurred_at, e.server
+            if occurred is not self._last_time or server is not self._hash_server:
+                self._time(occurred, server)
+            when = self._last_iso
+            raw, offset = e.raw, e.offset
+            digest = self._hash_head.copy()
+            digest.update(b"%d\x00%s" % (offset, raw))
+            hash_hex = digest.hexdigest()
+            who_key = (server, e.connection_id, e.user, e.host, e.ip, e.command)
+            who = who_of.get(who_key)
+            if who is None:
+                who = who_of[who_key] = self._format_who(e)
+            # The statement: the last one of this text, if its values are the event's.
+            destructive = e.destructive
+            found = by_text.get(sql)
+            if (
+                found is None
+                or found[0] != e.database
+                or found[1] != e.statement_type
+                or found[2] != e.tables
+                or found[3] is not destructive
+                or found[4] != e.fingerprint
+            ):
+                found = by_text[sql] = self._statement(e, sql)
+            row = found[7]
+            batch_statements[row[0]] = row
+            flag_set = frozenset(flags) if flags else _NO_FLAGS
+            flagged = flags_of.get(flag_set)
+            if flagged is None:
+                flagged = flags_of[flag_set] = self._format_flags(flag_set)
+            status = e.status
+            if status is None:
+                status_field = NULL
+            else:
+                status_field = status_of.get(status)
+                if status_field is None:
+                    status_field = status_of[status] = _copy_text(_bounded(status, 40))
+            session = sessions.get(e.session.key)
+            if session is None:
+                session = sessions[e.session.key] = (
+                    f"{self._run_id}\t{session_id_of(e.session.key)}\t{self._source_file_id}"
+                )
+            # A slice of the file's content: only its length (the bytes go in the batch's chunks).
+            if (run_start >= 0 and offset >= run_start and run.startswith(raw, offset - run_start)) or (
+                len(runs) > 1 and window is not None and window.holds(offset, raw)
+            ):
+                raw_field = NULL
+                if offset + len(raw) > slices_end:
+                    slices_end = offset + len(raw)
+            else:
+                raw_field = _copy_bytea(raw)
+            alert = flagged[2] if destructive else flagged[1]
+            if alert is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
+                alerts.append(f"{alert}\t{_copy_text(server)}\t{when}\t\\\\x{hash_hex}\n")
+            rows = NULL if e.rows_affected is None else e.rows_affected
+            definer = NULL if e.definer is None else _copy_text(_bounded(e.definer, 300))
+            append(
+                f"{when}\t{who}\t{found[5]}\t{flagged[0]}\t{rows}\t{status_field}\t{raw_field}\t{e.line}"
+                f"\t{offset}\t\\\\x{hash_hex}\t{session}\t{e.attribution or 'unattributed'}\t{definer}"
+                f"\t{len(raw)}\t{found[6]}\n"
             )
+        self._slices_end = slices_end
+        return lines
+
+    def _statement(self, e: EventRecord, sql: str) -> tuple[Any, ...]:
+        """The event's statement: its values, its columns as formatted, its id, its row."""
+        tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
+        values = (e.database, e.statement_type, tables, e.destructive, e.fingerprint, sql)
+        found = self._statements.get(values)
+        if found is not None:
+            return found
+        # The values as the store holds them, bounded as the columns are.
+        stored_database = _bounded(e.database, 200)
+        stored_type = _bounded(e.statement_type, 60)
+        stored_tables = [t if len(t) <= 400 else _bounded(t, 400) for t in tables]
+        fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
+        key = statement_key(stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
+        number, attempt = statement_id(key), 0
+        while self._named.setdefault(number, key) != key:  # (its first id is another key's)
+            attempt += 1
+            number = statement_id(key, attempt)
+        row = (number, key, stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
+        columns = "\t".join(
+            (_copy_text(stored_type), _copy_array(stored_tables), "t" if e.destructive else "f")
         )
-        alert = event_alert_kind(e.destructive, flags)
-        return head, _copy_text(fingerprint), _copy_text(_bounded(e.status, 40)), alert
+        found = self._statements[values] = (*values[:5], columns, str(number), row)
+        return found
 
     @staticmethod
-    def _format_who(e: EventRecord) -> tuple[str, str]:
-        """server ... command for the wide line, and the same without the database (which is the
-        statement's) for the narrow row."""
-        head = "\t".join(
+    def _format_flags(flags: frozenset[str]) -> tuple[str, str | None, str | None]:
+        """The flags column, and the alert an event with them raises when not destructive and when."""
+        return _copy_array(sorted(flags)), event_alert_kind(False, flags), event_alert_kind(True, flags)
+
+    @staticmethod
+    def _format_who(e: EventRecord) -> str:
+        """server ... command of the narrow row."""
+        return "\t".join(
             (
                 _copy_text(e.server),
                 NULL if e.connection_id is None else str(e.connection_id),
                 _copy_text(_bounded(e.user, 200)),
                 _copy_text(_bounded(e.host, 300)),
                 _copy_text(_bounded(e.ip, 64)),
+                _copy_text(_bounded(e.command, 40)),
             )
         )
-        command = _copy_text(_bounded(e.command, 40))
-        return f"{head}\t{_copy_text(_bounded(e.database, 200))}\t{command}", f"{head}\t{command}"
+
+
+def stored_narrow_line(row: dict[str, Any], flags: list[str]) -> str:
+    """The narrow COPY line RowFormatter wrote for an event, made again from its stored columns
+    (ROW_COLUMNS of ingest_event_row; `flags` as they were written, without those added later):
+    what links of version 3 digest (ingest.custody, ingest.verify). Keep it in step with
+    RowFormatter._rows."""
+    occurred = row["occurred_at"]
+
+    def number(value: object) -> str:
+        return NULL if value is None else str(value)
+
+    return (
+        "\t".join(
+            (
+                NULL if occurred is None else occurred.isoformat(),
+                _copy_text(row["server"]),
+                number(row["connection_id"]),
+                *(_copy_text(row[c]) for c in ("user", "host", "ip", "command", "statement_type")),
+                _copy_array(row["tables"]),
+                "t" if row["destructive"] else "f",
+                _copy_array(flags),
+                number(row["rows_affected"]),
+                _copy_text(row["status"]),
+                NULL if row["raw"] is None else _copy_bytea(bytes(row["raw"])),
+                number(row["line"]),
+                number(row["byte_offset"]),
+                "\\\\x" + bytes(row["record_hash"]).hex(),
+                number(row["ingest_run_id"]),
+                number(row["session_id"]),
+                number(row["source_file_id"]),
+                _copy_text(row["attribution"]),
+                _copy_text(row["definer"]),
+                number(row["raw_length"]),
+                number(row["statement_id"]),
+            )
+        )
+        + "\n"
+    )
 
 
 def stored_copy_line(

@@ -13,7 +13,7 @@ such conflict the writer stays on the slow path for the rest of the file.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -165,7 +165,7 @@ class EventWriter:
             return 0
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
-        narrow = self._add_statements(batch.statements, batch.narrow)
+        narrow, named = self._add_statements(batch.statements, batch.narrow)
         if not self.slow_path:
             # COPY returns no ids: the batch's rows get ids after this one (and up to the
             # sequence's value after the COPY, in the order of the lines), which its link records.
@@ -182,13 +182,17 @@ class EventWriter:
             else:
                 raise_event_alerts(batch.alerts)
                 last = self._event_id("currval")
-                self._chain(batch.lines, id_after, last, batch.offsets, copy=batch.copy, chunks=chunks)
+                lines = narrow.splitlines(keepends=True)
+                self._chain(lines, id_after, last, batch.offsets, narrow, named.items(), chunks)
                 return batch.count
-        return self._insert_new(batch, narrow, chunks)
+        return self._insert_new(batch, narrow, named, chunks)
 
-    def _add_statements(self, statements: Sequence[StatementRow], narrow: bytes) -> bytes:
+    def _add_statements(
+        self, statements: Sequence[StatementRow], narrow: bytes
+    ) -> tuple[bytes, dict[int, bytes]]:
         """Add the batch's statements the dictionary does not hold yet; return its narrow rows,
-        with the id of any statement that is stored under another id than the one they name.
+        with the id of any statement that is stored under another id than the one they name, and
+        the key of each id they name (which the custody chain digests).
 
         A key's ids are tried in order (statement_id(key, 0), (key, 1)...); its statement is
         under the first that is free or holds the key (statements are never deleted). Each round:
@@ -243,7 +247,7 @@ class EventWriter:
             known.clear()
         if found:  # known once committed: a batch rolled back takes its statements along
             transaction.on_commit(lambda: known.update(found))
-        return narrow
+        return narrow, {number: key for key, number in stored.items()}
 
     @staticmethod
     def _held(cur: Any, numbers: list[int]) -> dict[int, bytes]:
@@ -323,6 +327,7 @@ class EventWriter:
         id_last: int,
         offsets: tuple[int, int],
         copy: bytes | None = None,
+        statements: Iterable[tuple[int, bytes]] = (),
         chunks: Sequence[PackedChunk] = (),
     ) -> None:
         chain_events(
@@ -334,10 +339,13 @@ class EventWriter:
             id_last=id_last,
             offsets=offsets,
             copy=copy,
+            statements=statements,
             chunks=chunks,
         )
 
-    def _insert_new(self, batch: FormattedBatch, narrow: bytes, chunks: Sequence[PackedChunk]) -> int:
+    def _insert_new(
+        self, batch: FormattedBatch, narrow: bytes, named: dict[int, bytes], chunks: Sequence[PackedChunk]
+    ) -> int:
         with connection.cursor() as cur:
             staging = SQL(
                 "CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS"
@@ -352,15 +360,16 @@ class EventWriter:
             cur.execute(_INSERT_NEW)
             new = cur.fetchall()
         if new:
-            # The chain records the new events' (wide) lines, in the order of their ids; the
-            # narrow rows are in the same order as those, and hold the record hash.
+            # The chain records the new events' lines, in the order of their ids (each holds
+            # its record hash), and the statements those name (the id is the last column).
             field = _RECORD_HASH_FIELD
             by_hash = {
-                row.split(b"\t", field + 1)[field][3:]: line
-                for row, line in zip(narrow.splitlines(), batch.lines, strict=True)
+                line.split(b"\t", field + 1)[field][3:]: line for line in narrow.splitlines(keepends=True)
             }
             lines = [by_hash[bytes(record_hash).hex().encode()] for _, record_hash in new]
-            self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets, chunks=chunks)
+            numbers = {int(line.rsplit(b"\t", 1)[1]) for line in lines}
+            statements = [(number, named[number]) for number in numbers]
+            self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets, statements=statements, chunks=chunks)
         elif chunks:
             self._chain([], 0, 0, (0, 0), chunks=chunks)
         return len(new)

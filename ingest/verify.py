@@ -29,18 +29,29 @@ from ingest.custody import (
     ROW_DIGEST_BYTES,
     ZERO_HASH,
     Sha256State,
+    batch_digest,
     link_hash,
     row_checks,
     row_digest,
 )
 from ingest.events import EventRecord
 from ingest.models import CustodyHead, CustodyLink, Source, SourceFile
-from ingest.rows import EVENT_COLUMNS, stored_copy_line
+from ingest.rows import (
+    EVENT_COLUMNS,
+    ROW_COLUMNS,
+    statement_id,
+    statement_key,
+    stored_copy_line,
+    stored_narrow_line,
+)
 
 ALTERED, UNCHECKED, OK = "altered", "unchecked", "ok"
 BATCHES = (CustodyLink.Kind.EVENTS, CustodyLink.Kind.ADOPTED)  # links that hold events
 MAX_IDS_LISTED = 50  # event ids named in one finding
 _COLUMNS = SQL(", ").join(Identifier(c) for c in ("id", *EVENT_COLUMNS))  # constants of ingest.rows
+_ROW_COLUMNS = SQL(", ").join(Identifier(c) for c in ("id", *ROW_COLUMNS))  # (the same)
+# A statement's ids tried for its key, at most (ingest.store tries as many before it gives up).
+STATEMENT_ATTEMPTS = 64
 
 
 @dataclass
@@ -58,6 +69,8 @@ class Finding:
 class Verification:
     findings: list[Finding] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    # Statements of the dictionary checked so far: what is wrong with each (None: nothing).
+    statements: dict[int, str | None] = field(default_factory=dict)
 
     def add(self, status: str, what: str, message: str, **where: Any) -> None:
         self.findings.append(Finding(status, what, message, **where))
@@ -192,11 +205,14 @@ def _link_fields(link: CustodyLink) -> dict[str, Any]:
 
 
 def _batch_rows(link: CustodyLink) -> list[dict[str, Any]]:
-    """The stored events a link's batch consists of: its file's events in its id and offset range."""
+    """The stored events a link's batch consists of: its file's events in its id and offset range
+    (for a link of version 3, their narrow rows as stored; before, the view's wide rows)."""
+    narrow = link.version >= 3
+    table = Identifier("ingest_event_row" if narrow else "ingest_event")
     query = SQL(
-        "SELECT {} FROM ingest_event WHERE source_file_id = %s AND id > %s AND id <= %s"
+        "SELECT {} FROM {} WHERE source_file_id = %s AND id > %s AND id <= %s"
         " AND byte_offset BETWEEN %s AND %s ORDER BY id"
-    ).format(_COLUMNS)
+    ).format(_ROW_COLUMNS if narrow else _COLUMNS, table)
     with connection.cursor() as cur:
         cur.execute(
             query.as_string(connection.connection),
@@ -240,11 +256,17 @@ def verify_batch(
     written = [_written_flags(v, r, corrections, **where) for r in rows]
     if link.version >= 2:
         verify_chunks(v, source, link)
-        lines = [stored_copy_line(r, flags).encode() for r, flags in zip(rows, written, strict=True)]
         v.counts["events"] += len(rows)
-        if len(rows) == link.event_count and hashlib.sha256(b"".join(lines)).digest() == bytes(
-            link.rows_sha256
-        ):
+        altered_statements = False
+        if link.version >= 3:
+            lines = [stored_narrow_line(r, flags).encode() for r, flags in zip(rows, written, strict=True)]
+            named = verify_statements(v, link, rows, where)
+            altered_statements = any(v.statements[number] is not None for number in named)
+            digest = batch_digest(b"".join(lines), named.items())
+        else:
+            lines = [stored_copy_line(r, flags).encode() for r, flags in zip(rows, written, strict=True)]
+            digest = hashlib.sha256(b"".join(lines)).digest()
+        if len(rows) == link.event_count and digest == bytes(link.rows_sha256):
             return len(rows)
         # The batch differs: its rows' CRC-32s say which (the SHA-256 alone cannot).
         width = ROW_CHECK_BYTES
@@ -252,6 +274,8 @@ def verify_batch(
         actual = [checks[i : i + width] for i in range(0, len(checks), width)]
         recorded = bytes(link.row_digests)
         expected = [recorded[i : i + width] for i in range(0, len(recorded), width)]
+        if actual == expected and altered_statements:  # the rows are as written; their statements not
+            return len(rows)
         if actual == expected:  # a collision of CRC-32s: say the batch differs, not where
             v.add(
                 ALTERED,
@@ -335,6 +359,59 @@ def _name_differences(
     return len(rows)
 
 
+def verify_statements(
+    v: Verification, link: CustodyLink, rows: list[dict[str, Any]], where: dict[str, Any]
+) -> dict[int, bytes]:
+    """The statements a batch's narrow rows name, each checked once per verification: present,
+    its key made again from its values (so an edited text, type, tables... is found), and its id
+    one of its key's (so a key edited to match edited values is found too). A statement found
+    altered is reported for each batch with the events of the batch that name it. Returns the
+    stored key of each statement named (what the batch's digest covers)."""
+    naming: dict[int, list[int]] = defaultdict(list)
+    for row in rows:
+        naming[row["statement_id"]].append(row["id"])
+    numbers = sorted(n for n in naming if n is not None)
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT id, key, database, statement_type, tables, destructive, fingerprint, sql"
+            " FROM ingest_statement WHERE id = ANY(%s)",
+            [numbers],
+        )
+        stored = {row[0]: row[1:] for row in cur.fetchall()}
+    keys: dict[int, bytes] = {}
+    for number in numbers:
+        values = stored.get(number)
+        if values is not None:
+            keys[number] = bytes(values[0])
+        if number not in v.statements:
+            v.statements[number] = _statement_problem(number, values)
+            v.counts["statements"] += 1
+        problem = v.statements[number]
+        if problem is not None:
+            ids = naming[number]
+            v.add(
+                ALTERED,
+                "statement",
+                f"statement {number}, named by {len(ids)} event(s) of the batch of link {link.seq},"
+                f" {problem}",
+                event_ids=ids[:MAX_IDS_LISTED],
+                **where,
+            )
+    return keys
+
+
+def _statement_problem(number: int, values: tuple[Any, ...] | None) -> str | None:
+    """What is wrong with a stored statement (None: nothing)."""
+    if values is None:
+        return "is missing from the statement dictionary"
+    key, database, statement_type, tables, destructive, fingerprint, sql = values
+    if statement_key(database, statement_type, list(tables), destructive, fingerprint, sql) != bytes(key):
+        return "was changed after it was written (its values no longer make its key)"
+    if all(statement_id(bytes(key), attempt) != number for attempt in range(STATEMENT_ATTEMPTS)):
+        return "was changed after it was written (its key is not one of its id's)"
+    return None
+
+
 def verify_chunks(v: Verification, source: Source, link: CustodyLink) -> None:
     """The content chunks a batch stored, each decompressed and hashed again: a changed byte of
     the log as kept, a chunk replaced or deleted. Names the events whose bytes it holds."""
@@ -381,7 +458,7 @@ def _events_in(file_id: int, start: int, end: int) -> list[int]:
     """Ids of the events whose raw bytes lie (in part) in [start, end) of the file's content."""
     with connection.cursor() as cur:
         cur.execute(
-            "SELECT id FROM ingest_event WHERE source_file_id = %s AND raw IS NULL"
+            "SELECT id FROM ingest_event_row WHERE source_file_id = %s AND raw IS NULL"
             " AND byte_offset < %s AND byte_offset + raw_length > %s ORDER BY id LIMIT %s",
             [file_id, end, start, MAX_IDS_LISTED],
         )

@@ -5,16 +5,16 @@ No database: the pre-checks of the parsing process, and the COPY buffer a batch 
 
 from __future__ import annotations
 
-import hashlib
+import zlib
 from datetime import UTC, date, datetime
 
 import pytest
 
-from ingest.custody import ROW_DIGEST_BYTES, copy_digests, row_digest
-from ingest.events import EventRecord, SessionInfo
+from ingest.custody import batch_digest, row_checks
+from ingest.events import EventRecord, SessionInfo, session_id_of
 from ingest.normalize import unstorable_problem
 from ingest.parsers.records import LogRecord
-from ingest.rows import EVENT_COLUMNS, RowFormatter
+from ingest.rows import ROW_COLUMNS, RowFormatter, stored_narrow_line
 from ingest.sql.secrets import _TRIGGER_WORDS, _may_hold_secret, mask_secrets
 from ingest.textsafe import _UNSTORABLE, unstorable
 
@@ -106,21 +106,52 @@ def test_a_batch_buffer_holds_one_line_per_event_whatever_the_values_hold() -> N
         ("SELECT 2", b"\t\tSELECT 2\x00\n"),
     ]
     events = [event(sql, raw, i + 1) for i, (sql, raw) in enumerate(hostile)]
+    events[0].user, events[1].host, events[2].status = "us\ter", "ho\\st", "st\natus"
+    events[3].definer, events[4].rows_affected, events[5].flags = "def\rner", 7, {"b", 'a\t"'}
     batch = RowFormatter(source_file_id=4, ingest_run_id=5).format(events)
     assert batch.count == len(batch.lines) == len(batch.rows) == len(events)
-    assert b"".join(batch.lines) == batch.copy
+    assert b"".join(batch.lines) == batch.narrow
     assert all(line.endswith(b"\n") and line.count(b"\n") == 1 for line in batch.lines)
     # One field per column on every line: no value's tab or newline leaked into the format.
-    assert {line.count(b"\t") for line in batch.lines} == {len(EVENT_COLUMNS) - 1}
-    # The chain's digests of the buffer are those of each line as text (what verify makes again).
-    digests = copy_digests(batch.lines)
-    assert digests == b"".join(row_digest(row) for row in batch.rows)
-    assert digests[:ROW_DIGEST_BYTES] == hashlib.sha256(batch.lines[0]).digest()[:ROW_DIGEST_BYTES]
+    assert {line.count(b"\t") for line in batch.lines} == {len(ROW_COLUMNS) - 1}
+    # The line is what verification makes again from the columns stored (the values as COPY
+    # reads them back), and what the chain digests of it is of each line as written.
+    statements = {row[0]: row for row in batch.statements}
+    for e, line in zip(events, batch.rows, strict=True):
+        fields = line[:-1].split("\t")
+        statement = statements[int(fields[-1])]
+        stored = {
+            "occurred_at": e.occurred_at, "server": e.server, "connection_id": e.connection_id,
+            "user": e.user, "host": e.host, "ip": e.ip, "command": e.command,
+            "statement_type": statement[3], "tables": statement[4], "destructive": statement[5],
+            "rows_affected": e.rows_affected, "status": e.status, "raw": e.raw, "line": e.line,
+            "byte_offset": e.offset, "record_hash": e.record_hash(), "ingest_run_id": 5,
+            "session_id": session_id_of(e.session.key), "source_file_id": 4,
+            "attribution": e.attribution, "definer": e.definer, "raw_length": len(e.raw),
+            "statement_id": statement[0],
+        }  # fmt: skip
+        assert stored_narrow_line(stored, sorted(e.flags)) == line
+    assert row_checks(batch.lines) == b"".join(zlib.crc32(line).to_bytes(4, "big") for line in batch.lines)
+    named = [(row[0], row[1]) for row in batch.statements]
+    assert batch_digest(batch.narrow, named) == batch_digest(b"".join(batch.lines), reversed(named))
+    assert batch_digest(batch.narrow, named) != batch_digest(batch.narrow, named[1:])
+
+
+def test_the_record_hash_in_a_row_is_the_events_own() -> None:
+    """The formatter makes the record hash itself (cheaper): the values must stay those of
+    EventRecord.record_hash, the events' identity in reports, cases and alerts."""
+    events = [event("SELECT 1", b"x\n", i) for i in range(1, 4)]
+    events[1].occurred_at, events[2].server = None, "dé"  # no time; a server not ASCII
+    batch = RowFormatter(source_file_id=4, ingest_run_id=5).format(events)
+    field = ROW_COLUMNS.index("record_hash")
+    assert [line.split("\t")[field] for line in batch.rows] == [
+        "\\\\x" + e.record_hash().hex() for e in events
+    ]
 
 
 def test_an_empty_batch_is_an_empty_buffer() -> None:
     batch = RowFormatter(source_file_id=4, ingest_run_id=None).format([])
-    assert (batch.copy, batch.count, batch.lines) == (b"", 0, [])
+    assert (batch.narrow, batch.count, batch.lines) == (b"", 0, [])
 
 
 def test_each_batch_names_the_months_of_its_events_even_when_the_tracker_shares_a_time() -> None:
