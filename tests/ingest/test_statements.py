@@ -114,7 +114,7 @@ def test_an_event_inserted_through_the_view_gets_its_statement_and_an_id(ingest_
 
 HOSTILE = (
     b"2026-11-25T05:00:00.000000Z\t    4 Connect\tapp@10.0.0.9 on shop using TCP/IP\n"
-    b'2026-11-25T05:00:01.000000Z\t    4 Query\tDELETE FROM `we"ird\\\\tab\tle` WHERE note = \'a\\\\b\\tc\'\n'
+    b"2026-11-25T05:00:01.000000Z\t    4 Query\tDELETE FROM `we\"ird\\\\tab\tle` WHERE note = 'a\\\\b\\tc'\n"
     b"2026-11-25T05:00:02.000000Z\t    4 Query\tUPDATE `x,y{z}` SET v = '\xc3\xa9\\r\\n' WHERE k = 'NULL'\n"
     b"2026-11-25T05:00:03.000000Z\t    4 Query\tSELECT '\\\\N', \"\\\\\\\\\" FROM t\n"
 )
