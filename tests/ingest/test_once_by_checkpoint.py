@@ -11,10 +11,14 @@ from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 
+from ingest.checkpoints import find_candidates
 from ingest.follow import ingest_source
-from ingest.models import Alert, Event, IngestRun, Source, SourceFile
+from ingest.models import Alert, Chunk, Event, IngestRun, Source, SourceFile, Split
 from ingest.pipeline import ingest_file, source_for_path
+from ingest.split import read_chunk
+from tests.logwriter import GeneralLogWriter
 
 from ..conftest import FIXTURES
 
@@ -168,8 +172,6 @@ def test_a_followed_source_of_a_file_read_once_before_stores_only_what_comes_aft
 
 
 def test_an_upload_of_a_file_read_before_stores_nothing(log: Path, tmp_path: Path, settings) -> None:
-    from ingest.checkpoints import find_candidates
-
     settings.UPLOAD_DIR = tmp_path / "uploads"
     first = ingest(log)
     target = tmp_path / "uploads" / "abc" / "evidence.log.gz"
@@ -242,12 +244,6 @@ def test_the_store_keeps_no_index_on_the_record_hash() -> None:
 
 
 def test_a_split_given_up_after_some_ranges_were_stored_stores_the_rest_once(tmp_path: Path) -> None:
-    from django.test import override_settings
-
-    from ingest.models import Chunk, Split
-    from ingest.split import read_chunk
-    from tests.logwriter import GeneralLogWriter
-
     log = tmp_path / "general.log"
     writer = GeneralLogWriter(log)
     writer.write(6000)
