@@ -13,8 +13,8 @@ this one begins with them. Its events before that file's `stored_below` are then
 Two reads of the same content at once: a read first waits for the source of each other file
 of that content to be free (its advisory lock, which a poll or a one-shot read holds while it
 reads), so it sees what that read committed; two reads that start at the same moment and wait
-for each other are a deadlock PostgreSQL's detector breaks (one fails, and is read again
-later). A source whose backlog is being shared out (ingest.split) cannot be waited for:
+for each other are a deadlock PostgreSQL's detector breaks (one fails, having stored
+nothing). A source whose backlog is being shared out (ingest.split) cannot be waited for:
 ContentBusy.
 """
 
