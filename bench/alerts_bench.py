@@ -48,8 +48,8 @@ def raise_alerts() -> None:
     source = Source.objects.first()
     with connection.cursor() as cur:
         cur.execute(
-            f"INSERT INTO ingest_alert (kind, server, event_time, event_hash)"  # noqa: S608 (constants)
-            f" SELECT {KIND_SQL}, server, occurred_at, record_hash FROM ingest_event"
+            f"INSERT INTO ingest_alert (kind, server, event_time, event_hash, event_id)"  # noqa: S608 (constants)
+            f" SELECT {KIND_SQL}, server, occurred_at, record_hash, id FROM ingest_event"
             f" WHERE {WORTH_SQL} ORDER BY occurred_at, id"
         )
         for n in range(5):  # a few health alerts after the events (their positions are the newest)

@@ -15,19 +15,15 @@ last statements, milliseconds).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from django.db import connection, transaction
-from django.db.models import BooleanField, Q
-from django.db.models.expressions import RawSQL
+from django.db import transaction
 
 from ingest.models import Alert, Event, Source
 
 # Which alert an event raises, most serious first (an event raises one).
 EVENT_ALERT_FLAGS = (Alert.Kind.ANTI_FORENSIC.value, Alert.Kind.PRIVILEGE_CHANGE.value)
-# The same, in SQL over an event row (the store's slow path and migration 0010 use it).
+# The same, in SQL over an event row (the store's writer and migration 0010 use it).
 KIND_SQL = (
     "CASE WHEN 'anti_forensic' = ANY(flags) THEN 'anti_forensic'"
     " WHEN 'privilege_change' = ANY(flags) THEN 'privilege_change' ELSE 'destructive' END"
@@ -35,9 +31,9 @@ KIND_SQL = (
 WORTH_SQL = "(destructive OR flags && ARRAY['anti_forensic', 'privilege_change']::varchar[])"
 
 # The alert of an event as a line of COPY text (kind, server, event_time, event_hash): the
-# store's formatter writes it beside the event's row (ingest.rows.RowFormatter).
+# store's formatter writes it beside the event's row (ingest.rows.RowFormatter); the writer
+# raises a batch's alerts from the rows its COPY stored, with their ids (ingest.store).
 AlertLine = str
-ALERT_COPY = "COPY ingest_alert (kind, server, event_time, event_hash) FROM STDIN"
 
 
 def event_alert_kind(destructive: bool, flags: set[str] | frozenset[str]) -> str | None:
@@ -46,16 +42,6 @@ def event_alert_kind(destructive: bool, flags: set[str] | frozenset[str]) -> str
         if flag in flags:
             return flag
     return Alert.Kind.DESTRUCTIVE.value if destructive else None
-
-
-def raise_event_alerts(lines: Sequence[AlertLine]) -> None:
-    """One alert for each of these events, which the current transaction has just stored (new
-    ones only: the same bytes read again raise nothing, see EventWriter). COPY fires the
-    numbering trigger like INSERT does."""
-    if not lines:
-        return
-    with connection.connection.cursor() as cur, cur.copy(ALERT_COPY) as copy:
-        copy.write("".join(lines).encode())
 
 
 def note_source_health(source: Source, state: str, reasons: list[str], kinds: list[str]) -> Alert | None:
@@ -116,25 +102,14 @@ def alerts_after(cursor: str | None, size: int, *, with_events: bool = True) -> 
         return AlertPage(items, alert_cursor(items[-1]) if items else cursor, more)
     events = _events_of(items)
     for alert in items:
-        key = (alert.event_time, bytes(alert.event_hash)) if alert.event_hash is not None else None
-        alert.event = events.get(key) if key else None  # type: ignore[attr-defined]  # not a field: for AlertSerializer
+        alert.event = events.get(alert.event_id) if alert.event_id else None  # type: ignore[attr-defined]  # not a field: for AlertSerializer
     return AlertPage(items, alert_cursor(items[-1]) if items else cursor, more)
 
 
-def _events_of(alerts: list[Alert]) -> dict[tuple[datetime | None, bytes], Event]:
-    """The events of these alerts, by (time, record hash): one query through the unique index."""
-    keys = [(a.event_time, bytes(a.event_hash)) for a in alerts if a.event_hash is not None]
-    if not keys:
+def _events_of(alerts: list[Alert]) -> dict[int, Event]:
+    """The events of these alerts, by id: one query through the events' id index."""
+    ids = [a.event_id for a in alerts if a.event_id is not None]
+    if not ids:
         return {}
-    timed = [k for k in keys if k[0] is not None]
-    untimed = [h for t, h in keys if t is None]
-    match = Q(occurred_at__isnull=True, record_hash__in=untimed) if untimed else Q(pk__in=[])
-    if timed:
-        pairs = RawSQL(
-            "(occurred_at, record_hash) IN (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))",
-            ([t for t, _ in timed], [h for _, h in timed]),
-            output_field=BooleanField(),
-        )
-        match |= Q(pairs, occurred_at__in=[t for t, _ in timed])  # (the times prune partitions)
-    events = Event.objects.filter(match).select_related("session", "source_file").defer("raw_inline")
-    return {(e.occurred_at, bytes(e.record_hash)): e for e in events}
+    events = Event.objects.filter(pk__in=ids).select_related("session", "source_file").defer("raw_inline")
+    return {e.pk: e for e in events}

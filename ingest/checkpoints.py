@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import connection
 
 from ingest.batch import ResumePoint
+from ingest.identity import recognise
 from ingest.models import Source, SourceFile
 
 IDENTITY_BYTES = 1024
@@ -105,13 +106,23 @@ def known_file(source: Source, read: Read) -> SourceFile | None:
                 "inode": c.inode,
                 "head_length": len(c.head),
                 "resume": ResumePoint(0, 1).to_dict(),
+                "content_head": c.head_sha256,
             },
         )
         if known.finished:
             return None
     elif known.head_length < len(c.head) and (known.device, known.inode) == (c.device, c.inode):
         # The file grew past the bytes that named it: name it by more of them from now on.
-        SourceFile.objects.filter(pk=known.pk).update(head_sha256=c.head_sha256, head_length=len(c.head))
+        SourceFile.objects.filter(pk=known.pk).update(
+            head_sha256=c.head_sha256, head_length=len(c.head), content_head=c.head_sha256
+        )
+    if int(known.resume.get("offset", 0)) == 0 and not known.hashed_bytes and not known.stored_below:
+        # Nothing of it read yet: is its content stored already, read by another source (an
+        # upload of a file read before, a log ingested once and now followed)?
+        if not known.content_head:  # (an upload recorded before migration 0027)
+            known.content_head = c.head_sha256
+            SourceFile.objects.filter(pk=known.pk).update(content_head=c.head_sha256)
+        known.stored_below = recognise(known, source.server, lambda: open_content(c, 0)[0], same_source=False)
     return known
 
 

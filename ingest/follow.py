@@ -19,6 +19,8 @@ from functools import partial
 
 from django.conf import settings
 from django.db import connection, models, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from ingest.batch import Batch, ResumePoint
@@ -46,7 +48,7 @@ from ingest.oracle_table import connect as connect_oracle
 from ingest.parsers.records import Hints
 from ingest.pipeline import ingest_oracle_table, ingest_table
 from ingest.sources import check_sources_health
-from ingest.split import look_after_split, plan_split, worth_splitting
+from ingest.split import look_after_split, plan_split, stored_ranges, worth_splitting
 from ingest.store import EventWriter
 from ingest.tail import (
     ContentReader,
@@ -299,6 +301,7 @@ def _read_file(source: Source, run: IngestRun, read: Read, done_before: int) -> 
     excerpts = is_log(c.head)
     tracker, gaps = parsing_state(source, Source.objects.get(pk=source.pk).checkpoint or {})
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
+    ranges = stored_ranges(known, start.offset)  # (stored by a split given up)
     content = ContentReader(c, f)
     hasher = FileHasher(known.hash_state, known.hashed_bytes, content)
     lines = FileLines(f, start.offset, start.line, limit, partial_ok=read.finish)
@@ -321,6 +324,8 @@ def _read_file(source: Source, run: IngestRun, read: Read, done_before: int) -> 
             file_id=known.pk,
             settled=read.quiet,
             continues=start.settled,
+            stored_below=known.stored_below,
+            stored_ranges=ranges,
         )
 
     messages = in_second_process(produce) if settings.INGEST_PARALLEL else produce()
@@ -382,6 +387,7 @@ def _move_file(
     SourceFile.objects.filter(pk=known.pk).update(
         resume=batch.resume.to_dict(),
         bytes_read=batch.resume.offset,
+        stored_below=Greatest(F("stored_below"), batch.resume.offset),  # (ingest.identity)
         size=size,
         last_read_at=now,
         finished=batch.finished,

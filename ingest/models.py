@@ -116,10 +116,21 @@ class SourceFile(models.Model):
     # {"offset": byte offset, "line": its number, "last_time": time carried forward or null}
     resume = models.JSONField(default=dict, blank=True)
     finished = models.BooleanField(default=False, help_text="Read to its end; nothing more will come")
+    # Exactly once without a per-row index (issue 22, ingest.identity): the SHA-256 of the first
+    # CONTENT_HEAD_BYTES of the content (decompressed; the whole content when shorter), which
+    # finds the earlier reads of the same bytes under any name, and how far this file's events
+    # are stored: every event that starts before `stored_below` is in the store (under this file
+    # or one whose content this file's begins with).
+    content_head = models.CharField(max_length=64, blank=True, db_default="")
+    stored_below = models.BigIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["source", "path", "head_sha256"], name="sourcefile_identity"),
+        ]
+        indexes = [
+            # The earlier reads of a file's content: one row per file read, not per event.
+            models.Index(fields=["content_head"], name="sourcefile_content_head"),
         ]
 
     def __str__(self) -> str:
@@ -492,9 +503,10 @@ class Alert(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     server = models.CharField(max_length=200)
     created_at = models.DateTimeField(db_default=Now())
-    # The event, by its identity in the store: (occurred_at, record_hash) is unique there, and
-    # raising an alert costs no look-up of the event's id (events are partitioned, and the
-    # alert is written in the same statement or transaction that stores the event).
+    # The event: its id (the feed looks events up by it, through the id index), and its time
+    # and record hash as the alert said them (a SIEM may quote them). The writer numbers the
+    # alerts of a batch from the rows its COPY stored (ingest.store), in the same transaction.
+    event_id = models.BigIntegerField(null=True)
     event_time = models.DateTimeField(null=True)
     event_hash = models.BinaryField(max_length=16, null=True)
     source = models.ForeignKey(

@@ -5,23 +5,27 @@ The `ingest` command and `pull_general_log` call these; followed sources are ing
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 
 from ingest.batch import Batch
 from ingest.commit import commit_batch
 from ingest.custody import chain_file_hash
 from ingest.events import EventRecord, FlagCorrection, GapRecord
+from ingest.identity import content_head, holding_source, recognise
 from ingest.models import IngestRun, Source, SourceFile
 from ingest.mysql_table import Puller
 from ingest.normalize import GapFinder, SessionTracker, classifier_for
@@ -33,6 +37,7 @@ from ingest.rows import RowFormatter
 from ingest.store import EventWriter
 from ingest.tail import (
     FileLines,
+    OpenedLog,
     in_second_process,
     is_log,
     open_log,
@@ -60,6 +65,15 @@ def source_for_path(path: Path, *, server: str, fmt: str, tz: str) -> Source:
         },
     )
     return source
+
+
+@dataclass(frozen=True)
+class ContentSoFar:
+    """Sent before each batch of a one-shot read: the content read so far and its SHA-256, which
+    the batch's commit records, so the file is recognised by it should the read stop there."""
+
+    content_bytes: int
+    sha256: str
 
 
 @dataclass(frozen=True)
@@ -108,11 +122,41 @@ def ingest_file(
             compressed=opened.compressed,
             progress=progress,
         )
+    try:
+        with holding_source(source.pk):
+            return _ingest_text_file(path, opened, source, fmt, excerpts, tracker, gap_finder, progress)
+    finally:
+        opened.lines.close()
+        opened.reader.close()
+
+
+def _ingest_text_file(
+    path: Path,
+    opened: OpenedLog,
+    source: Source,
+    fmt: str,
+    excerpts: bool,
+    tracker: SessionTracker | None,
+    gap_finder: GapFinder | None,
+    progress: Progress | None,
+) -> IngestRun:
+    """ingest_file's read of a text log, holding its source's lock."""
+    head = content_head(opened.head)
     source_file, _ = SourceFile.objects.get_or_create(
         source=source,
         path=str(path.resolve()),
         head_sha256=opened.head_sha256,
-        defaults={"size": opened.size, "compressed": opened.compressed},
+        defaults={"size": opened.size, "compressed": opened.compressed, "content_head": head},
+    )
+    if source_file.content_head != head:  # (a file recorded before migration 0027)
+        SourceFile.objects.filter(pk=source_file.pk).update(content_head=head)
+        source_file.content_head = head
+    # What of this content is stored already, read under this name or another (exactly once).
+    stored_below = recognise(
+        source_file,
+        source.server,
+        partial(_open_content, path, opened.compressed),
+        same_source=True,
     )
     run = IngestRun.objects.create(source=source, source_file=source_file, bytes_total=opened.size)
     tracker = tracker or SessionTracker(source.server, ZoneInfo(source.timezone))
@@ -141,20 +185,27 @@ def ingest_file(
             formatter=writer.formatter,
             batch_size=settings.INGEST_BATCH_SIZE,
             file_id=source_file.pk,
-            resumable=False,
+            stored_below=stored_below,
         ):
+            yield ContentSoFar(opened.content.bytes_read, opened.content.sha256.copy().hexdigest())
             yield replace(batch, read_to=opened.reader.bytes_read)
         yield FileEnd(opened.content.bytes_read, opened.content.sha256.hexdigest())
 
     messages = in_second_process(read) if settings.INGEST_PARALLEL else read()
     end: FileEnd | None = None
+    so_far = ContentSoFar(0, "")
     state: dict[str, Any] = {}
     try:
         for message in messages:
             if isinstance(message, FileEnd):
                 end = message
                 continue
+            if isinstance(message, ContentSoFar):
+                so_far = message
+                continue
             state = message.state
+            # Every event before its resume point is in this batch or an earlier one (ingest.tail).
+            below = message.resume.offset if message.resume is not None else 0
             commit_batch(
                 message,
                 writer=writer,
@@ -163,6 +214,7 @@ def ingest_file(
                 run=run,
                 read=message.read_to - run.bytes_read,
                 excerpts=excerpts,
+                checkpoint=partial(_one_shot_progress, source_file.pk, below, so_far),
             )
             if progress:
                 progress(run)
@@ -173,8 +225,6 @@ def ingest_file(
         raise
     finally:
         messages.close()
-        opened.lines.close()
-        opened.reader.close()
     tracker.load_state(state["tracker"])  # sessions go on into the next file
     gaps.load_state(state["gaps"])
     with transaction.atomic():
@@ -184,6 +234,7 @@ def ingest_file(
             sha256=end.sha256,
             bytes_read=end.content_bytes,
             hashed_bytes=end.content_bytes,
+            stored_below=end.content_bytes,  # every event of it is stored
             last_read_at=run.finished_at,
             # Read to its end, its last record flushed. Switched on later, its source polls it as a
             # new file (named by its first KiB, not the 64 KiB here), so new lines are still read.
@@ -200,6 +251,20 @@ def ingest_file(
                 sha256=end.sha256,
             )
     return run
+
+
+def _open_content(path: Path, compressed: bool) -> BinaryIO:
+    """The file's content, decompressed for a .gz (what its hashes are of)."""
+    return gzip.open(path, "rb") if compressed else path.open("rb")  # type: ignore[return-value]  # GzipFile reads bytes
+
+
+def _one_shot_progress(file_id: int, below: int, so_far: ContentSoFar) -> None:
+    """A one-shot read's part of committing a batch: how far its events are stored, and the SHA-256
+    of the content read so far (what names the file should the read stop here: ingest.identity)."""
+    update: dict[str, object] = {"stored_below": Greatest(F("stored_below"), below)}
+    if so_far.content_bytes:
+        update |= {"sha256": so_far.sha256, "hashed_bytes": so_far.content_bytes}
+    SourceFile.objects.filter(pk=file_id).update(**update)
 
 
 # -- the mysql.general_log table, live ------------------------------------------------------------

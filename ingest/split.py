@@ -21,6 +21,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from ingest.batch import Batch, ResumePoint
@@ -210,6 +212,7 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
         stop_at = chunk.end_offset
     tracker, gaps = parsing_state(source, chunk.state or chunk.start_state)
     writer = EventWriter(source_file_id=known.pk, ingest_run_id=run.pk)
+    ranges = stored_ranges(known, offset)
     lines = FileLines(f, offset, start.line, limit, partial_ok=chunk.finish)
     hints = Hints(
         mtime_year=datetime.fromtimestamp(c.mtime, UTC).year,
@@ -229,6 +232,8 @@ def _read_chunk(chunk: Chunk, stop_after: int | None) -> bool:
             batch_size=settings.INGEST_BATCH_SIZE,
             file_id=known.pk,
             stop_at=stop_at,
+            stored_below=known.stored_below,  # (read by another source before: ingest.identity)
+            stored_ranges=ranges,
         )
 
     worker = f"{socket.gethostname()}:{os.getpid()}"[:200]
@@ -374,7 +379,11 @@ def finish_split(split_id: int) -> bool:
             for file_id, end in split.ends.items():
                 offset = int(end["resume"]["offset"])
                 SourceFile.objects.filter(pk=int(file_id)).update(
-                    resume=end["resume"], bytes_read=offset, last_read_at=now, finished=end["finished"]
+                    resume=end["resume"],
+                    bytes_read=offset,
+                    stored_below=Greatest(F("stored_below"), offset),
+                    last_read_at=now,
+                    finished=end["finished"],
                 )
                 hashed = hashes.get(file_id)
                 if hashed is not None:
@@ -397,11 +406,17 @@ def look_after_split(source: Source, dispatch: Dispatch | None) -> bool:
     if split is None:
         return True
     if not split.planned:
-        # Its planner held this lock, which we have now: it died. Its resume points never moved,
-        # so reading on from them stores what its ranges did not (and nothing twice).
-        now = timezone.now()
-        Split.objects.filter(pk=split.pk).update(finished_at=now)
-        split.run.fail("interrupted while its backlog was being shared out")
+        # Its planner held this lock, which we have now: it died. Its resume points never moved:
+        # reading on from them stores what its ranges did not, and skips what they stored
+        # (stored_ranges). Given up only while no worker reads one of its ranges (holding every
+        # range's lock), so what they stored is final; else the next poll tries again.
+        with contextlib.ExitStack() as held:
+            for chunk_id in split.chunks.values_list("pk", flat=True):
+                if not held.enter_context(chunk_lock(chunk_id)):
+                    return False
+            now = timezone.now()
+            Split.objects.filter(pk=split.pk).update(finished_at=now)
+            split.run.fail("interrupted while its backlog was being shared out")
         return True
     if finish_split(split.pk):
         return True
@@ -415,6 +430,21 @@ def look_after_split(source: Source, dispatch: Dispatch | None) -> bool:
                 Chunk.objects.filter(pk=chunk.pk).update(dispatched_at=timezone.now())
                 dispatch(chunk.pk)
     return False
+
+
+def stored_ranges(known: SourceFile, after: int) -> list[tuple[int, int]]:
+    """The byte ranges of a file after offset `after` that ranges of a split given up stored
+    (every event that starts in one is in the store): the whole of a range read to its end, the
+    part before its resume point of one started. A split that finished moved the file's resume
+    point past its ranges, so only given-up ones are found."""
+    ranges = []
+    chunks = Chunk.objects.filter(source_file=known, split__finished_at__isnull=False, end_offset__gt=after)
+    for start, end, resume, done in chunks.values_list("start", "end_offset", "resume", "done"):
+        stop = end if done else int(resume["offset"]) if resume else None
+        first = int(start["offset"])
+        if stop is not None and stop > first:
+            ranges.append((first, stop))
+    return sorted(ranges)
 
 
 def _lock_free(chunk_id: int) -> bool:

@@ -3,26 +3,23 @@
 Each batch's statements are added to the statement dictionary (ingest_statement) first, those
 that are new only, and its events copied as narrow rows into ingest_event_row (issue 22).
 
-Idempotent: a batch is first copied straight into the event table (the fast
-path). If any of its records is stored already, the unique index on the record
-hash refuses the COPY; the batch is then copied into a staging table and
-inserted with ON CONFLICT DO NOTHING, which stores only the new ones. After one
-such conflict the writer stays on the slow path for the rest of the file.
+Exactly once is the callers' (issue 22, item 3): each read commits its checkpoint with its rows,
+and a file read before under any name is recognised by its content (ingest.identity), so a
+batch holds only events the store does not. There is no unique index to refuse a repeat.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-import psycopg
 from django.db import connection, transaction
 from django.db.models import Q
 from psycopg.sql import SQL, Identifier
 
-from ingest.alerts import KIND_SQL, WORTH_SQL, raise_event_alerts
+from ingest.alerts import KIND_SQL, WORTH_SQL
 from ingest.chunks import PackedChunk, store_chunks
 from ingest.custody import append_link, chain_events, event_key
 from ingest.events import EventRecord, FlagCorrection, session_id_of
@@ -74,24 +71,20 @@ ON CONFLICT (key) DO UPDATE SET
 """
 
 
-# The slow path: a batch some of whose events are stored already. _COLUMN_LIST is a constant.
-_INSERT_NEW = f"""
-WITH new AS (
-    INSERT INTO ingest_event_row ({_COLUMN_LIST}) SELECT {_COLUMN_LIST} FROM event_staging
-    ORDER BY line ON CONFLICT DO NOTHING
-    RETURNING id, server, occurred_at, record_hash, destructive, flags, line
-), alerts AS (
-    INSERT INTO ingest_alert (kind, server, event_time, event_hash)
-    SELECT {KIND_SQL}, server, occurred_at, record_hash FROM new WHERE {WORTH_SQL} ORDER BY line
-)
-SELECT id, record_hash FROM new ORDER BY id
-"""  # noqa: S608
+# The alerts of a batch just copied: its rows are those of this file, in the batch's offsets,
+# with ids the sequence gave its COPY (after `nextval` before it, up to `currval` after it; other
+# writers' rows may fall between, but none of this file's offsets: ingest.identity).
+_RAISE_ALERTS = f"""
+INSERT INTO ingest_alert (kind, server, event_time, event_hash, event_id)
+SELECT {KIND_SQL}, server, occurred_at, record_hash, id FROM ingest_event_row
+WHERE id > %s AND id <= %s AND source_file_id = %s AND byte_offset BETWEEN %s AND %s AND {WORTH_SQL}
+ORDER BY id
+"""  # noqa: S608  (constants of ingest.alerts)
 
+# A correction's events whose times lie within this of each other are looked up together.
+CORRECTION_WINDOW = timedelta(seconds=60)
 
 COPY_CHUNK_BYTES = 1 << 20  # of a batch's COPY lines (ingest.rows) sent to PostgreSQL in one write
-
-# Where each column sits in a narrow COPY line (for a batch's new events, on the slow path).
-_RECORD_HASH_FIELD = ROW_COLUMNS.index("record_hash")
 
 
 def _array_literal(items: Sequence[str]) -> str:
@@ -135,7 +128,6 @@ class EventWriter:
 
     def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
         self.formatter = RowFormatter(source_file_id=source_file_id, ingest_run_id=ingest_run_id)
-        self.slow_path = False
         self.source_file_id = source_file_id
         self.ingest_run_id = ingest_run_id
         self._source_id: int | None = None
@@ -166,26 +158,17 @@ class EventWriter:
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
         narrow, named = self._add_statements(batch.statements, batch.narrow)
-        if not self.slow_path:
-            # COPY returns no ids: the batch's rows get ids after this one (and up to the
-            # sequence's value after the COPY, in the order of the lines), which its link records.
-            id_after = self._event_id("nextval")
-            try:
-                with transaction.atomic():
-                    self._copy("ingest_event_row", narrow)
-            except psycopg.errors.UniqueViolation:
-                self.slow_path = True
-            except Exception as e:  # Django wraps driver errors; look at the cause.
-                if not isinstance(e.__cause__, psycopg.errors.UniqueViolation):
-                    raise
-                self.slow_path = True
-            else:
-                raise_event_alerts(batch.alerts)
-                last = self._event_id("currval")
-                lines = narrow.splitlines(keepends=True)
-                self._chain(lines, id_after, last, batch.offsets, narrow, named.items(), chunks)
-                return batch.count
-        return self._insert_new(batch, narrow, named, chunks)
+        # COPY returns no ids: the batch's rows get ids after this one (and up to the sequence's
+        # value after the COPY, in the order of the lines), which its link records.
+        id_after = self._event_id("nextval")
+        self._copy("ingest_event_row", narrow)
+        last = self._event_id("currval")
+        if batch.alerts:
+            with connection.cursor() as cur:
+                cur.execute(_RAISE_ALERTS, [id_after, last, self.source_file_id, *batch.offsets])
+        lines = narrow.splitlines(keepends=True)
+        self._chain(lines, id_after, last, batch.offsets, narrow, named.items(), chunks)
+        return batch.count
 
     def _add_statements(
         self, statements: Sequence[StatementRow], narrow: bytes
@@ -260,30 +243,44 @@ class EventWriter:
         for c in corrections:
             if c.if_switched_off is not None and not switched_off_before(c.if_switched_off):
                 continue
-            # The unique index leads with the time: give it the times (and partition pruning too).
-            timed = [(h, t) for h, t in c.keys if t is not None]
-            untimed = [h for h, t in c.keys if t is None]
-            changed: list[tuple[datetime | None, bytes, int]] = []
-            with connection.cursor() as cur:
-                if timed:
-                    cur.execute(
-                        "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
-                        " WHERE (occurred_at, record_hash) IN"
-                        " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
-                        " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash, source_file_id",
-                        [c.flag, [t for _, t in timed], [h for h, _ in timed], c.flag],
-                    )
-                    changed += cur.fetchall()
-                if untimed:
-                    cur.execute(
-                        "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
-                        " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))"
-                        " RETURNING occurred_at, record_hash, source_file_id",
-                        [c.flag, untimed, c.flag],
-                    )
-                    changed += cur.fetchall()
+            changed = self._flag_events(c.flag, c.keys)
             if changed:  # the chain of the events' source says which gained the flag, and when
                 self._chain_flag(c.flag, changed)
+
+    @staticmethod
+    def _flag_events(flag: str, keys: Sequence[tuple[bytes, datetime | None]]) -> list[tuple[Any, ...]]:
+        """Add `flag` to the events of these (record hash, time) keys that lack it; return their
+        (time, record hash, source file). No index is kept on the record hash (it would cost
+        every stored row): the events are found by time, through the BRIN index and the
+        partitions, a window of keys close in time per statement (a transaction's keys are)."""
+        timed = sorted((t, h) for h, t in keys if t is not None)
+        untimed = [h for h, t in keys if t is None]
+        changed: list[tuple[Any, ...]] = []
+        windows: list[list[tuple[datetime, bytes]]] = []
+        for key in timed:
+            if windows and key[0] - windows[-1][-1][0] <= CORRECTION_WINDOW:
+                windows[-1].append(key)
+            else:
+                windows.append([key])
+        with connection.cursor() as cur:
+            for window in windows:
+                cur.execute(
+                    "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
+                    " WHERE occurred_at BETWEEN %s AND %s AND (occurred_at, record_hash) IN"
+                    " (SELECT * FROM unnest(%s::timestamptz[], %s::bytea[]))"
+                    " AND NOT (%s = ANY(flags)) RETURNING occurred_at, record_hash, source_file_id",
+                    [flag, window[0][0], window[-1][0], [t for t, _ in window], [h for _, h in window], flag],
+                )
+                changed += cur.fetchall()
+            if untimed:  # (only the DEFAULT partition holds events of no time)
+                cur.execute(
+                    "UPDATE ingest_event_row SET flags = array_append(flags, %s)"
+                    " WHERE occurred_at IS NULL AND record_hash = ANY(%s) AND NOT (%s = ANY(flags))"
+                    " RETURNING occurred_at, record_hash, source_file_id",
+                    [flag, untimed, flag],
+                )
+                changed += cur.fetchall()
+        return changed
 
     def _chain_flag(self, flag: str, changed: list[tuple[datetime | None, bytes, int]]) -> None:
         sources = dict(
@@ -342,34 +339,3 @@ class EventWriter:
             statements=statements,
             chunks=chunks,
         )
-
-    def _insert_new(
-        self, batch: FormattedBatch, narrow: bytes, named: dict[int, bytes], chunks: Sequence[PackedChunk]
-    ) -> int:
-        with connection.cursor() as cur:
-            staging = SQL(
-                "CREATE TEMP TABLE IF NOT EXISTS event_staging ON COMMIT DELETE ROWS AS"
-                " SELECT {} FROM ingest_event_row WITH NO DATA"
-            ).format(_COLUMNS)
-            cur.execute(staging.as_string(connection.connection))
-            cur.execute("TRUNCATE event_staging")
-        self._copy("event_staging", narrow)
-        with connection.cursor() as cur:
-            # _COLUMN_LIST is a constant of this module, not input.
-            # Only the events new to the store raise alerts: those the insert returns.
-            cur.execute(_INSERT_NEW)
-            new = cur.fetchall()
-        if new:
-            # The chain records the new events' lines, in the order of their ids (each holds
-            # its record hash), and the statements those name (the id is the last column).
-            field = _RECORD_HASH_FIELD
-            by_hash = {
-                line.split(b"\t", field + 1)[field][3:]: line for line in narrow.splitlines(keepends=True)
-            }
-            lines = [by_hash[bytes(record_hash).hex().encode()] for _, record_hash in new]
-            numbers = {int(line.rsplit(b"\t", 1)[1]) for line in lines}
-            statements = [(number, named[number]) for number in numbers]
-            self._chain(lines, new[0][0] - 1, new[-1][0], batch.offsets, statements=statements, chunks=chunks)
-        elif chunks:
-            self._chain([], 0, 0, (0, 0), chunks=chunks)
-        return len(new)

@@ -24,7 +24,7 @@ import threading
 import traceback
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -221,8 +221,9 @@ def tail_messages(
     file_id: int | None = None,
     settled: bool = False,
     continues: dict[str, object] | None = None,
-    resumable: bool = True,
     stop_at: int | None = None,
+    stored_below: int = 0,
+    stored_ranges: Sequence[tuple[int, int]] = (),
 ) -> Generator[Batch, None, None]:
     """Parse a file from a resume point into Batches, each complete up to its resume point.
 
@@ -232,12 +233,15 @@ def tail_messages(
     last record flushed and said in the resume point; `continues` is what such a read said.
     With no `formatter` it only scans (ingest.split): events are counted, not kept. `cut_bytes`
     also cuts whenever that many bytes were read since the last cut. `file_id` (the
-    SourceFile's) tells the tracker which file a Connect was read in. A read that is not
-    `resumable` (one-shot, finished: ingest.pipeline.ingest_file) needs no resume point but the
-    last, so its items skip the valve that finds cuts and its batches end when full. `stop_at`
+    SourceFile's) tells the tracker which file a Connect was read in. A one-shot read
+    (ingest.pipeline.ingest_file) cuts as every read does: its resume points are its checkpoints
+    (how far the store holds the file: exactly once, ingest.identity). `stop_at`
     (a shared-out range's end, a resume point the scan found): the read ends, as where the
     bytes end for now, before the first item the parser would resume at or after it (the
-    lines after it are read only to complete what comes before it).
+    lines after it are read only to complete what comes before it). Events that start before
+    `stored_below` are in the store already (ingest.identity), and so are those that start in
+    one of `stored_ranges` ([start, end) offsets: ranges of a split that was given up, ingest.split):
+    they are seen, not formatted.
     """
     start_line = lines.line
     if formatter is not None:  # the events point into the content read, kept in chunks
@@ -290,10 +294,7 @@ def tail_messages(
     def until() -> int:  # the cut lines after the parser's last resume point are read again
         return last_point[0][0] if last_point[0] else 1 << 62
 
-    if resumable:
-        items = uncut(pointed(iter(items)), lines.cuts, None if finish else until)
-    else:
-        items = uncut(items, lines.cuts)
+    items = uncut(pointed(iter(items)), lines.cuts, None if finish else until)
 
     events: list[EventRecord] = []
     problems: list[Problem] = []
@@ -312,7 +313,7 @@ def tail_messages(
     flushed_keys: list[list[object]] = []
 
     def cut(resume: ResumePoint | None) -> _Cut:
-        """A cut here; without a resume point (a read that is not resumable), no state either."""
+        """A cut here; without a resume point, no state either."""
         state: dict[str, object] = {}
         if resume is not None:
             if continues and resume.offset == start_offset:
@@ -420,8 +421,15 @@ def tail_messages(
             taken[i] = c.ends[i]
         # The content up to where this batch's read got goes with it (ingest.chunks).
         upto = c.resume.offset if c.resume else lines.offset if finished else None
+        kept = batch_events
+        if (stored_below or stored_ranges) and formatter:
+            kept = [
+                e
+                for e in batch_events
+                if e.offset >= stored_below and not any(lo <= e.offset < hi for lo, hi in stored_ranges)
+            ]
         return Batch(
-            formatted=formatter.format(batch_events, upto) if formatter else None,
+            formatted=formatter.format(kept, upto) if formatter else None,
             seen=len(batch_events),
             problems=batch_problems,
             corrections=batch_corrections,
@@ -432,7 +440,7 @@ def tail_messages(
             read_to=c.resume.offset if c.resume else lines.offset,
         )
 
-    stream: Iterator[Item | Settle] = valve() if resumable else iter(items)
+    stream: Iterator[Item | Settle] = valve()
     if classify is classify_events:  # MySQL and MariaDB: the three stages in one loop
         outputs: Iterator[object] = mysql_stages(stream, tracker, gaps)
     else:
@@ -447,10 +455,7 @@ def tail_messages(
                 when = out.occurred_at
                 flushed_keys.append([out.record_hash().hex(), when.isoformat() if when else None])
             if len(events) >= batch_size or (cut_bytes and lines.offset - cut_from >= cut_bytes):
-                if resumable:
-                    want_cut = True
-                else:
-                    cuts.append(cut(None))
+                want_cut = True
         elif isinstance(out, FlagCorrection):
             corrections.append(out)
         elif isinstance(out, GapRecord):

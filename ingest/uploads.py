@@ -152,6 +152,7 @@ def _upload_record(
             size=candidate.size,
             head_sha256=candidate.head_sha256,
             head_length=len(candidate.head),
+            content_head=candidate.head_sha256,  # (ingest.identity: an upload of bytes read before)
             device=candidate.device,
             inode=candidate.inode,
             received_sha256=uploaded.sha256,

@@ -48,7 +48,7 @@ def keyset_page(queryset: QuerySet, cursor: str | None, size: int, field: str = 
     Keyset, not OFFSET: page 1,000 costs what page 1 costs, and rows ingested
     meanwhile never shift what the next page holds. Rows with a time and rows
     without are asked for separately: `ORDER BY occurred_at DESC` (nulls first, the
-    order of a backward scan) walks the (occurred_at, record_hash) index and stops
+    order of a backward scan) walks the occurred_at btree (event_time_order) and stops
     after one page, where `DESC NULLS LAST` would sort every matching row first.
     """
     timed = queryset.filter(**{f"{field}__isnull": False}).order_by(f"-{field}", "-id")

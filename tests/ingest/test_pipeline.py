@@ -8,7 +8,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from ingest.models import Event, IngestRun
+from ingest.models import Event, IngestRun, SourceFile
 from ingest.parsers import general_log
 from ingest.parsers.general_log import GeneralLogParser
 from ingest.pipeline import ingest_file, source_for_path
@@ -31,6 +31,8 @@ def test_the_second_process_stores_exactly_what_one_process_stores(settings) -> 
     call_command("ingest", str(SCENARIO), "--server", "s", stdout=io.StringIO())
     alone = stored()
     Event.objects.all().delete()
+    # (and what the file's checkpoint says is stored: exactly once rests on it since issue 22)
+    SourceFile.objects.update(stored_below=0)
     settings.INGEST_PARALLEL = True
     call_command("ingest", str(SCENARIO), "--server", "s", stdout=io.StringIO())
     assert stored() == alone
