@@ -90,14 +90,14 @@ def _sort_window(request: HttpRequest, picked: QuickRange) -> QuickRange:
 
     Sorting by a column other than time reads every matching event (no index serves those
     orders: each would tax ingestion), so the whole of a big store would take seconds (10
-    million events: about 10 s); the day the chart shows is read in well under one. An earlier
+    million events: 8 s under load, docs/benchmarks.md); the chart's day well under one. An earlier
     From sorts more, and says so in the URL. Not applied to a next page (its cursor belongs to
     the range of the first), nor when no event matches before that day anyway."""
     params = picked.params
-    if params.get("cursor") or params.get("since") or params.get("sort", "-time").lstrip("-") == "time":
+    if params.get("cursor") or params.get("since"):
         return picked
     flt = filter_events(params)
-    if not flt.is_valid():
+    if not flt.is_valid() or flt.sort_order.lstrip("-") == "time":  # (the form sends `sort=` for -time)
         return picked
     try:
         with time_limit(CHART_MS):

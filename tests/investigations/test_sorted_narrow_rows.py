@@ -137,6 +137,8 @@ def test_htmx_is_answered_at_once_with_the_day_pushed(investigator_client, ties)
         "sort=user&since=2026-01-05T00:00",  # a From given: that range
         "sort=time",  # time orders walk the time index
         "sort=-time",
+        "sort=&server=db1",  # the form's field for newest first (the default order)
+        "server=db1",
         "sort=user&server=db1&until=2026-01-05T10:00",  # every matching event within a day anyway
     ],
 )
