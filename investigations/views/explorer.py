@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -83,6 +83,41 @@ def _longer_spans(flt: EventFilter, first: datetime, until: datetime) -> list[di
     return links
 
 
+def _sort_window(request: HttpRequest, picked: QuickRange) -> QuickRange:
+    """A column's order with no From is asked for the chart's default span: the events of the day
+    before the newest matching one (`CHART_DEFAULT_SPAN`), that day's From put in the URL as a
+    quick pick's is (a redirect, or an htmx push).
+
+    Sorting by a column other than time reads every matching event (no index serves those
+    orders: each would tax ingestion), so the whole of a big store would take seconds (10
+    million events: 8 s under load, docs/benchmarks.md); the chart's day well under one. An earlier
+    From sorts more, and says so in the URL. Not applied to a next page (its cursor belongs to
+    the range of the first), nor when no event matches before that day anyway."""
+    params = picked.params
+    if params.get("cursor") or params.get("since"):
+        return picked
+    flt = filter_events(params)
+    if not flt.is_valid() or flt.sort_order.lstrip("-") == "time":  # (the form sends `sort=` for -time)
+        return picked
+    try:
+        with time_limit(CHART_MS):
+            first, last = time_bounds(flt.qs)
+    except TooSlow:
+        return picked  # the page itself is bounded by PAGE_MS
+    if first is None or last is None:
+        return picked
+    until = flt.form.cleaned_data.get("until")
+    end = min(until, last + timedelta(microseconds=1)) if until else last + timedelta(microseconds=1)
+    since = (end - CHART_DEFAULT_SPAN).replace(microsecond=0)
+    if since <= first:
+        return picked  # every matching event is in that day: nothing to leave out
+    windowed = params.copy()
+    windowed["since"] = timezone.localtime(since).strftime("%Y-%m-%dT%H:%M:%S")
+    windowed["tz"] = timezone.get_current_timezone_name()
+    url = f"{request.path}?{windowed.urlencode()}"
+    return QuickRange(windowed, url, None if request.htmx else HttpResponseRedirect(url))
+
+
 def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
     """What the results partial shows: a page of events, the count, the timeline (or why not)."""
     found: dict[str, object] = {}
@@ -132,7 +167,7 @@ def _explore(flt: EventFilter, params: QueryDict) -> dict[str, object]:
 @vary_on_headers("HX-Request")
 def event_list(request: HttpRequest) -> HttpResponse:
     """The explorer: one filter form; results, count and timeline in one partial htmx swaps."""
-    picked = QuickRange.of(request)
+    picked = _sort_window(request, QuickRange.of(request))
     if picked.redirect is not None:
         return picked.redirect
     params = picked.params
@@ -179,6 +214,7 @@ def event_list(request: HttpRequest) -> HttpResponse:
         "sortable": True,
         "rows_column": True,
         "sort": flt.sort_order,
+        "column_sort": flt.sort_order.lstrip("-") != "time",
     }
     return picked.push(
         render(request, htmx_template(request, "investigations/event_list.html", "results"), context)
