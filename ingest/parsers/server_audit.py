@@ -187,9 +187,21 @@ _COMMON_QUERY = re.compile(
 _SUCCESS_END = (b",0\n", b",0", b",0\r\n")  # the closing quote's tail when the statement succeeded
 
 
+# Each escape but the backslash's own, as (written, meant).
+_SINGLE_ESCAPES = tuple((b"\\" + k, v) for k, v in _ESCAPES.items() if k != b"\\")
+
+
 def _unescape(body: bytes) -> bytes:
     """The statement as the client sent it (quirk 1). Unknown escapes stay as written."""
     if b"\\" not in body:
+        return body
+    if b"\\\\" not in body:
+        # No two backslashes in a row (most statements: a quote escaped here and there): every
+        # escape is one backslash and the byte after it, none overlaps another and none is made
+        # by replacing one, so each is replaced on its own, in C (the pattern's substitution
+        # calls Python for each escape).
+        for written, meant in _SINGLE_ESCAPES:
+            body = body.replace(written, meant)
         return body
     return _ESCAPE.sub(lambda m: _ESCAPES[m[1]], body)
 

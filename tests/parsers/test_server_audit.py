@@ -1513,3 +1513,17 @@ def test_the_common_lines_one_match_reads_lines_on_its_border_as_the_general_rea
         lines = rng.sample(BORDER_LINES, 6)
         fast, general = both_readings(b"".join(lines))
         assert fast == general, lines
+
+
+def test_it_unescapes_statements_with_single_backslashes_as_with_runs_of_them() -> None:
+    """The replacements made one escape at a time (no two backslashes in a row) give what the
+    pattern gives, for any mix of escapes, unknown ones and other bytes."""
+    rng = random.Random(18)
+    alphabet = [b"\\", b"'", b"n", b"t", b"b", b"f", b"r", b"x", b"a", b" ", b'"']
+    seen_fast = 0
+    for _ in range(5000):
+        body = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        expected = server_audit._ESCAPE.sub(lambda m: server_audit._ESCAPES[m[1]], body)
+        assert server_audit._unescape(body) == expected, body
+        seen_fast += b"\\" in body and b"\\\\" not in body
+    assert seen_fast > 1000
