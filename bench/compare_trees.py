@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/compare_trees.py --old /path/to/old/checkout [--new .] [--rounds 3]
         [--log bench/out/slap-general.log] [--mb 100] [--formats general-log mariadb-audit ...]
+        [--out bench/out]
 
 For a change that must keep the figures (a renovation): each file is ingested by
 `manage.py ingest` of each checkout, the two taking turns, `--rounds` times, into a fresh
@@ -139,7 +140,7 @@ def store_bytes(cluster: Cluster, db: str) -> int:
     return int(cluster.psql(_STORE_SQL, db))
 
 
-def files(log: Path, mb: int, formats: list[str]) -> dict[str, Path]:
+def files(log: Path, mb: int, formats: list[str], out: Path = OUT) -> dict[str, Path]:
     # imported here: it reads the general log's traffic only when another format is asked
     import formats_bench
 
@@ -148,7 +149,7 @@ def files(log: Path, mb: int, formats: list[str]) -> dict[str, Path]:
     for fmt in formats:
         if fmt == "general-log":
             continue
-        path = OUT / f"compare-{fmt}-{mb}mb.log"
+        path = out / f"compare-{fmt}-{mb}mb.log"
         if not path.exists():
             rows = rows or formats_bench.events(log)
             formats_bench.write(path, fmt, rows, mb * 1_000_000)
@@ -166,10 +167,11 @@ def main() -> int:
     every = ["general-log", "mariadb-audit", "json-audit", "xml-audit", "audit-csv"]
     ap.add_argument("--formats", nargs="*", default=every)
     ap.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"))
+    ap.add_argument("--out", type=Path, default=OUT, help="where the files and compare.json go")
     args = ap.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
+    args.out.mkdir(parents=True, exist_ok=True)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}
-    inputs = files(args.log, args.mb, args.formats)
+    inputs = files(args.log, args.mb, args.formats, args.out)
     cluster = Cluster()
     results: dict[str, dict[str, list[dict]]] = {fmt: {"old": [], "new": []} for fmt in inputs}
     pt: list[dict] = []
@@ -216,7 +218,7 @@ def main() -> int:
         "pt_query_digest": pt,
         "min": summary,
     }
-    (OUT / "compare.json").write_text(json.dumps(record, indent=2))
+    (args.out / "compare.json").write_text(json.dumps(record, indent=2))
     print(
         "| file | checkout | events | wall s | events/s | vs pt-query-digest | ingest CPU s"
         " | PostgreSQL CPU s | store MB per GB of log |"
