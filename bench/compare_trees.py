@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/compare_trees.py --old /path/to/old/checkout [--new .] [--rounds 3]
         [--log bench/out/slap-general.log] [--mb 100] [--formats general-log mariadb-audit ...]
+        [--out bench/out]
 
 For a change that must keep the figures (a renovation): each file is ingested by
 `manage.py ingest` of each checkout, the two taking turns, `--rounds` times, into a fresh
@@ -166,7 +167,7 @@ def main() -> int:
     every = ["general-log", "mariadb-audit", "json-audit", "xml-audit", "audit-csv"]
     ap.add_argument("--formats", nargs="*", default=every)
     ap.add_argument("--python", default=str(REPO / ".venv" / "bin" / "python"))
-    ap.add_argument("--out", type=Path, default=OUT, help="where compare.json goes (and the logs it writes)")
+    ap.add_argument("--out", type=Path, default=OUT, help="where the files and compare.json go")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     trees = {"old": args.old.resolve(), "new": args.new.resolve()}

@@ -1,13 +1,18 @@
 """Benchmark: CPU time per event of each stage of the parsing process, per file format.
 
-    .venv/bin/python bench/stages_bench.py [--log bench/out/slap-general.log] [--mb 40]
+    .venv/bin/python bench/stages_bench.py [--log bench/out/slap-general.log] [--mb 40] [--runs 1]
+        [--out DIR] [--formats ...]
+
+Another checkout's code is measured with the environment variable BENCH_TREE=/path/to/checkout
+(its ingest modules are imported instead of this one's; the files are written the same way).
 
 Writes each format's file from the real mariadb-slap log as bench/formats_bench.py does, then
 runs the parsing side of an ingest (what the forked process does, no database) four times
 over it, each time one stage further: parse; + session tracking; + classification (with
 transactions and gaps); + COPY formatting. CPU time of this process (time.process_time), so
 other load on the machine disturbs it less than wall time would. The difference between
-two columns is what a stage costs.
+two columns is what a stage costs. With --runs N each stage runs N times and the least CPU
+time is kept (the least disturbed run).
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+# The code measured: this checkout's, or the one BENCH_TREE names (a "before" beside the "after").
+TREE = Path(os.environ.get("BENCH_TREE") or REPO).resolve()
+sys.path.insert(0, str(TREE))
+CALLED_FROM = Path.cwd()
+os.chdir(TREE)  # (Django's set-up puts the working directory first on the path: the tree's, then)
 sys.path.insert(0, str(REPO / "bench"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
 os.environ.setdefault("SECRET_KEY", "bench")
@@ -80,21 +89,30 @@ def main() -> int:
     ap.add_argument("--log", type=Path, default=formats_bench.OUT / "slap-general.log")
     ap.add_argument("--mb", type=int, default=40)
     ap.add_argument("--formats", nargs="*", default=list(formats_bench.FORMATS))
+    ap.add_argument("--runs", type=int, default=1, help="runs of each stage; the least CPU time is kept")
+    ap.add_argument("--out", type=Path, default=formats_bench.OUT, help="where the files are written")
+    ap.add_argument("--keep", action="store_true", help="keep the files, and use those already there")
+    ap.add_argument("--stages", type=int, default=len(STAGES), help="how many stages, from the parse on")
     args = ap.parse_args()
+    args.log, args.out = CALLED_FROM / args.log, CALLED_FROM / args.out
     if not args.log.exists():
         print(f"{args.log} is missing: run bench/genlog_bench.py first (it makes the log)", file=sys.stderr)
         return 1
-    rows = formats_bench.events(args.log)
-    print("| format | " + " | ".join(STAGES) + " |")
-    print("| --- |" + " --- |" * len(STAGES))
+    rows = None
+    print(f"code: {TREE} ({sys.modules['ingest'].__file__})")
+    print("| format | " + " | ".join(STAGES[: args.stages]) + " |")
+    print("| --- |" + " --- |" * args.stages)
     for fmt in args.formats:
-        path = formats_bench.OUT / f"stages-{fmt}.log"
-        formats_bench.write(path, fmt, rows, args.mb << 20)
+        path = args.out / f"stages-{fmt}.log"
+        if not (args.keep and path.exists()):
+            rows = rows or formats_bench.events(args.log)
+            formats_bench.write(path, fmt, rows, args.mb << 20)
         cells = []
-        for stage in range(len(STAGES)):
-            events, seconds = run(fmt, path, stage)
+        for stage in range(args.stages):
+            events, seconds = min((run(fmt, path, stage) for _ in range(args.runs)), key=lambda r: r[1])
             cells.append(f"{seconds / events * 1e6:.1f} us")
-        path.unlink()
+        if not args.keep:
+            path.unlink()
         print(f"| {fmt} | " + " | ".join(cells) + " |", flush=True)
     return 0
 

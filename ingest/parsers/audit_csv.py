@@ -201,25 +201,29 @@ def _record(values: list[str], sql: bytes, backslash: bool, raw: bytes, offset: 
             extra["account"] = split.account
     else:
         user, host, ip = user_field or None, None, None
-    when = parse_time(v["TIMESTAMP"]) if v.get("TIMESTAMP") else None
-    if v.get("TIMESTAMP") and when is None:
-        extra["invalid_time"] = v["TIMESTAMP"]
+    get = v.get
+    stamp = get("TIMESTAMP")
+    when = parse_time(stamp) if stamp else None
+    if stamp and when is None:
+        extra["invalid_time"] = stamp
     command = name or "Unknown"
+    status = get("STATUS")
+    status = "ok" if status == "0" else outcome(status)  # (nearly every record: "0")
+    if command == "Connect":
+        status = login_status(command, status, extra)  # a refused login: its code in extra
+    connection_id = get("CONNECTION_ID")
+    if connection_id is not None:
+        try:
+            connection_id = int(connection_id)  # (nearly every record: digits alone)
+        except ValueError:
+            connection_id = to_int(connection_id)
+    # Positional, in LogRecord's field order (keywords cost more, on every record).
     return LogRecord(
-        line=line,
-        offset=offset,
-        raw=raw,
-        occurred_at=when,
-        connection_id=to_int(v.get("CONNECTION_ID")),
-        command=command,
-        argument=sql if layout is _STATEMENT else b"",  # as written (the server's utf8mb4)
-        user=user,
-        host=v.get("HOST", "").strip() or host,
-        ip=v.get("IP", "").strip() or ip,
-        database=v.get("DB", "").strip() or None,
-        status=login_status(command, outcome(v.get("STATUS")), extra),
-        extra=extra,
-    )
+        line, offset, raw, when, connection_id, command,
+        sql if layout is _STATEMENT else b"",  # as written (the server's utf8mb4)
+        user, get("HOST", "").strip() or host, get("IP", "").strip() or ip, get("DB", "").strip() or None,
+        status, None, extra,
+    )  # fmt: skip
 
 
 _USED = {"NAME", "TIMESTAMP", "CONNECTION_ID", "STATUS", "SQLTEXT", "USER", "HOST", "IP", "DB"}

@@ -67,11 +67,39 @@ class _Scanner:
             # Lines as a binary file iterates them hold one newline, at the end; any other
             # chunking is cut at its newlines so that each piece lies within one line.
             end = chunk.find(b"\n")
-            pieces = (chunk,) if end < 0 or end == len(chunk) - 1 else _split_lines(chunk)
-            for data in pieces:
+            if end < 0 or end == len(chunk) - 1:
+                if self.depth == 0 and not self.garbage:
+                    # The line that nearly every line of these logs is, one whole object, read
+                    # here: _piece's fast path without a generator a line.
+                    record = self._whole_line(chunk)
+                    if record is not None:
+                        self.at_line_start = chunk.endswith(b"\n")
+                        yield record
+                        self._advance(chunk)
+                        continue
+                    yield from self._piece(chunk, tried=True)
+                    continue
+                yield from self._piece(chunk)
+                continue
+            for data in _split_lines(chunk):
                 yield from self._piece(data)
 
-    def _piece(self, data: bytes) -> Iterator[Item]:
+    def _whole_line(self, data: bytes) -> Item | None:
+        """The item of a line that is one object (json.loads checks that it is exactly one), or
+        None when it is not one (the scanner then reads it)."""
+        stripped = data.strip().rstrip(b",")
+        if stripped[:1] == b"{" and stripped[-1:] == b"}" and len(stripped) <= MAX_OBJECT_BYTES:
+            try:
+                value = _loads(stripped)
+            except (ValueError, RecursionError):
+                return None
+            if isinstance(value, dict):
+                lead = len(data) - len(data.lstrip())
+                return _record(value, data[lead : lead + len(stripped)], self.offset + lead, self.line)
+        return None
+
+    def _piece(self, data: bytes, tried: bool = False) -> Iterator[Item]:
+        """The items a piece of one line completes (`tried`: it is known not to be one object)."""
         line_start, self.at_line_start = self.at_line_start, data.endswith(b"\n")
         if line_start and self.depth and not self.in_string:
             body = data.lstrip(b" \t")
@@ -81,20 +109,13 @@ class _Scanner:
                 # the server appended again; or stray bytes opened it). Report it and read on,
                 # so that it never swallows the records after it.
                 yield from self._cut_short(f"unfinished JSON object: another one begins at line {self.line}")
-        if self.depth == 0 and not self.garbage:
-            stripped = data.strip().rstrip(b",")
-            if stripped[:1] == b"{" and stripped[-1:] == b"}" and len(stripped) <= MAX_OBJECT_BYTES:
-                # Fast path: the line is one object (json.loads checks that it is exactly one).
-                lead = len(data) - len(data.lstrip())
-                try:
-                    value = _loads(stripped)
-                except (ValueError, RecursionError):
-                    value = None
-                if isinstance(value, dict):
-                    raw = data[lead : lead + len(stripped)]
-                    yield _record(value, raw, self.offset + lead, self.line)
-                    self._advance(data)
-                    return
+        if self.depth == 0 and not self.garbage and not tried:
+            # Fast path: the line is one object.
+            record = self._whole_line(data)
+            if record is not None:
+                yield record
+                self._advance(data)
+                return
         yield from self._scan(data, line_start)
         self._advance(data)
 
@@ -465,21 +486,33 @@ def _enterprise_time(stamp: str) -> datetime | None:
     return when
 
 
+def _status(value: Any) -> str | None:
+    """`outcome(_text(value))`, with the integer nearly every record writes read at once."""
+    if type(value) is int:
+        return "ok" if value == 0 else str(value)
+    return outcome(_text(value))
+
+
 def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRecord:
     """MySQL Enterprise Audit and audit_log_filter: `class` and `event` name the kind, and a
     `<class>_data` block holds its details. Blocks are read where they stand, whatever the
-    class (Filebeat's samples carry `general_data` under class `audit`)."""
-    cls, event = _text(v.get("class")) or "", _text(v.get("event")) or ""
-    account, login = _dict(v.get("account")), _dict(v.get("login"))
+    class (Filebeat's samples carry `general_data` under class `audit`).
+
+    This runs for every record of the log: a field that is text (nearly all) is read in place,
+    others by `_text`; the record is built positionally."""
+    get = v.get
+    cls, event = get("class"), get("event")
+    cls = (cls.strip() if type(cls) is str else _text(cls)) or ""
+    event = (event.strip() if type(event) is str else _text(event)) or ""
     extra = {"layout": "mysql-enterprise", "class": cls, "event": event}
     status: str | None = None
     sql = b""
     database = None
     command = event or cls or "Unknown"
     if "connection_data" in v or cls == "connection":
-        data = _dict(v.get("connection_data"))
+        data = _dict(get("connection_data"))
         command = _CONNECTION_EVENTS.get(event, command)
-        status = outcome(_text(data.get("status")))
+        status = _status(data.get("status"))
         database = _text(data.get("db"))
         _put(extra, "connection_type", data.get("connection_type"))
         _keep(extra, data.get("connection_attributes"), _CONNECTION_ATTRIBUTES)
@@ -487,30 +520,38 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         # `status` is written after the statement with its outcome; `log` before it and
         # `error` / `result` beside it keep the event in their name, so that each statement
         # counts once.
-        data = _dict(v.get("general_data"))
-        given = _text(data.get("command")) or "Query"
+        data = _dict(get("general_data"))
+        given = data.get("command")
+        given = (given.strip() if type(given) is str else _text(given)) or "Query"
         command = given if event == "status" else f"{given} {event}".strip()
-        status = outcome(_text(data.get("status")))
-        sql = _sql(data.get("query"))
+        status = _status(data.get("status"))
+        query = data.get("query")
+        sql = query.encode("utf-8", "surrogatepass") if type(query) is str else _sql(query)
         _put(extra, "sql_command", data.get("sql_command"))
     elif "table_access_data" in v:
-        data = _dict(v.get("table_access_data"))
+        data = _dict(get("table_access_data"))
         command = f"Table {event.upper()}" if event else "Table access"
         database = _text(data.get("db"))
         sql = _sql(_text(data.get("table")) or "")
         _put(extra, "query", data.get("query"))
         _put(extra, "sql_command", data.get("sql_command"))
     elif "query_data" in v:  # audit_log_filter's query class: query_start, query_status_end...
-        data = _dict(v.get("query_data"))
-        status = outcome(_text(data.get("status")))
+        data = _dict(get("query_data"))
+        status = _status(data.get("status"))
         sql = _sql(data.get("query"))
         _put(extra, "sql_command", data.get("sql_command"))
     elif "command_data" in v:  # audit_log_filter's command class: command_start, command_end
-        _put(extra, "command", _dict(v.get("command_data")).get("command"))
+        _put(extra, "command", _dict(get("command_data")).get("command"))
     if "startup_data" in v or "shutdown_data" in v:
-        _keep(extra, v.get("startup_data"), _SERVER_FIELDS)
-        _keep(extra, v.get("shutdown_data"), _SERVER_FIELDS)
-    _keep(extra, v.get("query_statistics"), _STATISTICS)
+        _keep(extra, get("startup_data"), _SERVER_FIELDS)
+        _keep(extra, get("shutdown_data"), _SERVER_FIELDS)
+    if "query_statistics" in v:
+        _keep(extra, get("query_statistics"), _STATISTICS)
+    account, login = get("account"), get("login")
+    if type(account) is not dict:
+        account = {}
+    if type(login) is not dict:
+        login = _dict(login)
     people = (
         login.get("user"),
         account.get("user"),
@@ -523,30 +564,24 @@ def _enterprise(v: dict[str, Any], raw: bytes, offset: int, line: int) -> LogRec
         user, host, ip, known = _enterprise_people(people)
     except TypeError:  # a list or an object where text belongs: unhashable, read it uncached
         user, host, ip, known = _enterprise_people.__wrapped__(people)
-    extra.update(known)
-    stamp = _text(v.get("timestamp"))
+    if known:
+        extra.update(known)
+    stamp = get("timestamp")
+    stamp = stamp.strip() if type(stamp) is str else _text(stamp)
     when = _enterprise_time(stamp) if stamp else None
     if stamp and when is None:
         extra["invalid_time"] = stamp
-    ident = v.get("id")
+    ident = get("id")
     if type(ident) is int and ident >= 0:
         # With the timestamp, the record's place in the log: numbered from 0 within each second.
         extra["id"] = str(ident)
-    connection_id = v.get("connection_id")
+    connection_id = get("connection_id")
+    if type(connection_id) is not int:
+        connection_id = to_int(_text(connection_id))
+    if command == "Connect":
+        status = login_status(command, status, extra)
     return LogRecord(
-        line=line,
-        offset=offset,
-        raw=raw,
-        occurred_at=when,
-        connection_id=connection_id if type(connection_id) is int else to_int(_text(connection_id)),
-        command=command,
-        argument=sql,
-        user=user,
-        host=host,
-        ip=ip,
-        database=database,
-        status=login_status(command, status, extra),
-        extra=extra,
+        line, offset, raw, when, connection_id, command, sql, user, host, ip, database, status, None, extra
     )
 
 

@@ -341,9 +341,15 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     user, account, host, ip = _who(
         pop("USER", ""), fields.get("PRIV_USER", ""), pop("HOST", ""), pop("IP", "")
     )
-    status = outcome(pop("STATUS", None))
+    status = pop("STATUS", None)
+    status = "ok" if status == "0" else outcome(status)  # (nearly every record: "0")
     when_text = pop("TIMESTAMP", "")
-    connection_id = to_int(pop("CONNECTION_ID", None))
+    connection_id = pop("CONNECTION_ID", None)
+    if connection_id is not None:
+        try:
+            connection_id = int(connection_id)  # (nearly every record: digits alone)
+        except ValueError:
+            connection_id = to_int(connection_id)
     sql = pop("SQLTEXT", "")
     database = pop("DB", "").strip() or None
     extra = {key.lower(): value for key, value in fields.items() if value}
@@ -358,21 +364,13 @@ def _record(raw: bytes, offset: int, line: int, fields: dict[str, str] | None = 
     if when_text and when is None:
         extra["invalid_time"] = when_text
     command = name if name in _COMMANDS else (name or "Unknown")
+    if command == "Connect":
+        status = login_status(command, status, extra)  # a refused login: its code in extra
+    # Positional, in LogRecord's field order (keywords cost more, on every record).
     return LogRecord(
-        line=line,
-        offset=offset,
-        raw=raw,
-        occurred_at=when,
-        connection_id=connection_id,
-        command=command,
-        argument=sql.encode("utf-8", "surrogateescape"),
-        user=user or None,
-        host=host or None,
-        ip=ip or None,
-        database=database,
-        status=login_status(command, status, extra),  # a refused login: its code in extra
-        extra=extra,
-    )
+        line, offset, raw, when, connection_id, command, sql.encode("utf-8", "surrogateescape"),
+        user or None, host or None, ip or None, database, status, None, extra,
+    )  # fmt: skip
 
 
 def parse(

@@ -1451,3 +1451,79 @@ def test_it_recognises_no_other_corpus_file_and_no_general_log_fixture() -> None
     others += list((FIXTURES / "genlog").glob("*.log"))
     assert len(others) > 20
     assert [p.name for p in others if recognise(p.read_bytes()[:1024])] == []
+
+
+# -- the common line's one-match reading ----------------------------------------------------------
+
+# Lines on the border of the common line: each is read the general way or the one-match way, and
+# both must give the same items.
+BORDER_LINES = [
+    b"20260105 08:48:22,db1,alice,10.0.0.7,12,301,QUERY,shop,'SELECT 1',0\n",
+    b"20260105 08:48:22,db1,alice,10.0.0.7:5512,12,301,QUERY,shop,'SELECT 1',1146\n",
+    b"20260105 08:48:22,db1,alice,[::1]:3306,12,301,QUERY,,'SELECT \\'a\\\\\\'',0\n",
+    b"20260105 08:48:22,db1,al,ice,localhost,12,301,QUERY,shop,'SELECT 1',0\n",  # comma in user
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,sh,op,'SELECT 1',0\n",  # comma in db
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'SELECT \\\\',0\n",  # even backslashes
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'SELECT \\',0\n",  # odd: still open
+    b"  ,0'\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'x',0,TLSv1.3\n",  # after the code
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'x',0,\r\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'x',0\r",
+    b"20261305 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'bad month',0\n",
+    b"20260105 08:48:22,db1,alice,localhost,99999999999999999999,301,QUERY,shop,'big id',0\n",
+    b"20260105 08:48:22,db1,,,12,0,QUERY,,'',0\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY_DDL,shop,'DROP TABLE t',0\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'it''s',0\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'SELECT 1\n",
+    b"garbage\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'a,b','c',-1\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,0,CONNECT,shop,,0\n",
+    b"Jan  5 08:48:22 host mysql-server_auditing: db1,alice,localhost,12,301,QUERY,shop,'x',0\n",
+    b"20260105 08:48:22,db1,alice,localhost,12,301,QUERY,shop,'x',0",
+]
+
+
+def both_readings(data: bytes) -> tuple[list[Item], list[Item]]:
+    """The items of `data` read with the common line's one match, and read only the general way."""
+    hints = {"start_offset": 0, "start_line": 1, "year": 2026}
+    fast = list(server_audit._parse_server_audit(io.BytesIO(data), **hints))  # type: ignore[arg-type]
+    general = list(server_audit._parse_server_audit(io.BytesIO(data), fast=False, **hints))  # type: ignore[arg-type]
+    return fast, general
+
+
+def test_the_common_lines_one_match_reads_every_sample_as_the_general_reading_does() -> None:
+    samples = [SCENARIO, *(FIXTURES / "mariadb-audit").glob("*.log")]
+    if CORPUS.is_dir():
+        samples += sorted(CORPUS.glob("*.log"))
+    common = 0
+    for path in samples:
+        data = path.read_bytes()
+        fast, general = both_readings(data)
+        assert fast == general, path.name
+        common += sum(server_audit._COMMON_QUERY.match(line) is not None for line in data.splitlines())
+    assert common > 20  # the one match did read lines of them
+
+
+def test_the_common_lines_one_match_reads_lines_on_its_border_as_the_general_reading_does() -> None:
+    fast, general = both_readings(b"".join(BORDER_LINES))
+    assert fast == general
+    assert len([i for i in fast if isinstance(i, LogRecord)]) >= 15
+    rng = random.Random(22)
+    for _ in range(300):  # and in any order, after any other
+        lines = rng.sample(BORDER_LINES, 6)
+        fast, general = both_readings(b"".join(lines))
+        assert fast == general, lines
+
+
+def test_it_unescapes_statements_with_single_backslashes_as_with_runs_of_them() -> None:
+    """The replacements made one escape at a time (no two backslashes in a row) give what the
+    pattern gives, for any mix of escapes, unknown ones and other bytes."""
+    rng = random.Random(18)
+    alphabet = [b"\\", b"'", b"n", b"t", b"b", b"f", b"r", b"x", b"a", b" ", b'"']
+    seen_fast = 0
+    for _ in range(5000):
+        body = b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12)))
+        expected = server_audit._ESCAPE.sub(lambda m: server_audit._ESCAPES[m[1]], body)
+        assert server_audit._unescape(body) == expected, body
+        seen_fast += b"\\" in body and b"\\\\" not in body
+    assert seen_fast > 1000
