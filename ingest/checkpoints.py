@@ -118,11 +118,12 @@ def known_file(source: Source, read: Read) -> SourceFile | None:
         )
     if int(known.resume.get("offset", 0)) == 0 and not known.hashed_bytes and not known.stored_below:
         # Nothing of it read yet: is its content stored already, read by another source (an
-        # upload of a file read before, a log ingested once and now followed)?
+        # upload of a file read before) or by this one under another identity (a log ingested
+        # once and now followed, a small file that grew past the bytes that named it)?
         if not known.content_head:  # (an upload recorded before migration 0027)
             known.content_head = c.head_sha256
             SourceFile.objects.filter(pk=known.pk).update(content_head=c.head_sha256)
-        known.stored_below = recognise(known, source.server, lambda: open_content(c, 0)[0], same_source=False)
+        known.stored_below = recognise(known, source.server, lambda: open_content(c, 0)[0], same_source=True)
     return known
 
 

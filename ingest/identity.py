@@ -44,6 +44,19 @@ def content_head(head: bytes) -> str:
     return hashlib.sha256(head[:CONTENT_HEAD_BYTES]).hexdigest()
 
 
+def short_heads(head: bytes) -> set[str]:
+    """The content heads a file shorter than CONTENT_HEAD_BYTES would have had if its content were
+    one of `head`'s prefixes: such a file's head is the hash of all of it, so a file it grew into
+    (a small log written on) has another head, and is found only by these (then proven, as every
+    candidate is, by the hash of its bytes)."""
+    sha = hashlib.sha256()
+    found = set()
+    for i in range(min(len(head), CONTENT_HEAD_BYTES - 1)):
+        sha.update(head[i : i + 1])
+        found.add(sha.hexdigest())
+    return found
+
+
 def prefix_hashes(f: BinaryIO, lengths: Iterable[int]) -> tuple[dict[int, str], int, str]:
     """The SHA-256 of the first n bytes of `f` for each n of `lengths` no longer than it, and its
     length and SHA-256 whole (one pass, a block at a time)."""
@@ -96,9 +109,9 @@ def recognise(
     """How far the events of `new`'s content are stored already (0: none), found from the files
     read before it with the same server and first bytes; saved as its `stored_below`.
 
-    1. Candidates: files of the same server with the same content_head (of other sources only,
-       unless `same_source`: a followed source tells its own copies apart by itself,
-       ingest.checkpoints.plan_reads). Wait for each other source to be free (its lock), so
+    1. Candidates: files of the same server with the same content_head, or whose whole content
+       was shorter than CONTENT_HEAD_BYTES and is where `new` begins (short_heads) (of other sources only,
+       unless `same_source`). Wait for each other source to be free (its lock), so
        what its read committed is seen; a source sharing out a backlog raises ContentBusy.
     2. A candidate whose hashed bytes begin `new` (an equal, renamed, gzipped or longer copy)
        holds its events below its `stored_below`; one whose first bytes are all of `new` (a
@@ -106,7 +119,10 @@ def recognise(
     3. The largest of those is the answer: every event below it is stored, by that file or the
        ones it continued in turn.
     """
-    query = SourceFile.objects.filter(content_head=new.content_head, source__server=server)
+    with closing(open_content()) as f:
+        heads = short_heads(f.read(CONTENT_HEAD_BYTES))
+    heads.add(new.content_head)
+    query = SourceFile.objects.filter(content_head__in=heads, source__server=server)
     if not same_source:
         query = query.exclude(source_id=new.source_id)
     for source_id in query.exclude(source_id=new.source_id).values_list("source_id", flat=True).distinct():

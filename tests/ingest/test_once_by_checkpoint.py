@@ -264,3 +264,31 @@ def test_a_split_given_up_after_some_ranges_were_stored_stores_the_rest_once(tmp
     whole = reference(log)
     last = max(whole, key=lambda row: (row[0], row[2]))  # pending in a live file: not complete yet
     assert as_db1() + Counter([last]) == whole
+
+
+@pytest.mark.parametrize("followed", [False, True])
+def test_a_small_file_that_grew_past_its_head_stores_only_what_was_added(
+    tmp_path: Path, settings, followed: bool
+) -> None:
+    """A file shorter than the bytes that name content (1 KiB) is named by all of it: written on,
+    it has another head. It is still recognised as where the longer one begins, whether the
+    longer one is read once under another name or followed by the source that read it once."""
+    settings.INGEST_SETTLE_SECONDS = 0  # a quiet file's last record is stored at once
+    data = CRIME_SCENE.read_bytes()
+    small = data[: data.index(b"\n", 600) + 1]
+    assert len(small) < 1024
+    path = tmp_path / "general.log"
+    path.write_bytes(small)
+    first = ingest(path)
+    assert first.events_stored > 0
+    path.write_bytes(data[: data.index(b"\n", 3000) + 1])
+    if followed:
+        source = Source.objects.get(server="db1")
+        Source.objects.filter(pk=source.pk).update(enabled=True)
+        ingest_source(source.pk)
+    else:
+        longer = tmp_path / "general-later.log"
+        longer.write_bytes(path.read_bytes())
+        ingest(longer)
+    assert set(stored().values()) == {1}
+    assert as_db1() == reference(path)  # each event of the longer file, once, none lost
