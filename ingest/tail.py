@@ -454,7 +454,11 @@ def tail_messages(
             if flushed_from is not None and out.offset >= flushed_from and len(flushed_keys) < 100:
                 when = out.occurred_at
                 flushed_keys.append([out.record_hash().hex(), when.isoformat() if when else None])
-            if len(events) >= batch_size or (cut_bytes and lines.offset - cut_from >= cut_bytes):
+            # (Not while a cut made since is still to be sent: the events it holds are counted
+            # here until then, and a second cut would send one event alone.)
+            if not cuts and (
+                len(events) >= batch_size or (cut_bytes and lines.offset - cut_from >= cut_bytes)
+            ):
                 want_cut = True
         elif isinstance(out, FlagCorrection):
             corrections.append(out)
@@ -570,8 +574,10 @@ def in_second_process(produce: Callable[[], Iterator[T]]) -> Generator[T, None, 
         os._exit(status)
     os.close(write_end)
     # A thread drains the pipe as fast as the child fills it: a pipe holds 64 KiB, a batch
-    # several MB, so without it the child would wait while this side writes to PostgreSQL.
-    received: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=2)
+    # several MB, so without it the child would wait while this side writes to PostgreSQL. A
+    # one-shot read sends two messages a batch (how far its content is hashed, then the batch):
+    # eight hold about four batches, so the child parses on while a batch is written.
+    received: queue.Queue[tuple[str, object]] = queue.Queue(maxsize=8)
     incoming = os.fdopen(read_end, "rb", buffering=1 << 20)
 
     def drain() -> None:

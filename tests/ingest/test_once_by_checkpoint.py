@@ -15,7 +15,7 @@ from django.test import override_settings
 
 from ingest.checkpoints import find_candidates
 from ingest.follow import ingest_source
-from ingest.models import Alert, Chunk, Event, IngestRun, Source, SourceFile, Split
+from ingest.models import Alert, Chunk, CustodyLink, Event, IngestRun, Source, SourceFile, Split
 from ingest.pipeline import ingest_file, source_for_path
 from ingest.split import read_chunk
 from tests.logwriter import GeneralLogWriter
@@ -292,3 +292,18 @@ def test_a_small_file_that_grew_past_its_head_stores_only_what_was_added(
         ingest(longer)
     assert set(stored().values()) == {1}
     assert as_db1() == reference(path)  # each event of the longer file, once, none lost
+
+
+def test_a_one_shot_read_commits_full_batches(log: Path) -> None:
+    """A read cuts a batch once it holds INGEST_BATCH_SIZE events (50 here), at the next point
+    it may: each batch but the last is full. (A cut asked for again while the one made was not
+    yet sent had sent one event alone after each full batch: twice the commits.)"""
+    ingest(log)
+    counts = list(
+        CustodyLink.objects.filter(kind="events", event_count__gt=0)
+        .order_by("seq")
+        .values_list("event_count", flat=True)
+    )
+    assert len(counts) > 2
+    assert all(n >= 50 for n in counts[:-1]), counts
+    assert sum(counts) == Event.objects.filter(server="db1").count()
