@@ -30,11 +30,6 @@ KIND_SQL = (
 )
 WORTH_SQL = "(destructive OR flags && ARRAY['anti_forensic', 'privilege_change']::varchar[])"
 
-# The alert of an event as a line of COPY text (kind, server, event_time, event_hash): the
-# store's formatter writes it beside the event's row (ingest.rows.RowFormatter); the writer
-# raises a batch's alerts from the rows its COPY stored, with their ids (ingest.store).
-AlertLine = str
-
 
 def event_alert_kind(destructive: bool, flags: set[str] | frozenset[str]) -> str | None:
     """The alert an event raises, if any."""

@@ -19,7 +19,7 @@ from typing import Any, overload
 
 # ingest.alerts and ingest.partitions load Django (the alert kinds are the Alert model's), but the
 # two things taken from them here, event_alert_kind and month_of, are plain functions.
-from ingest.alerts import AlertLine, event_alert_kind
+from ingest.alerts import event_alert_kind
 from ingest.chunks import ContentWindow
 from ingest.events import EventRecord, SessionInfo, session_id_of
 from ingest.partitions import month_of
@@ -170,7 +170,9 @@ class FormattedBatch:
     count: int  # how many lines (events) `narrow` holds
     sessions: list[tuple[int, *tuple[object, ...]]]  # session rows to upsert, id first (_session_row)
     months: set[date]  # the months the events fall in: their partitions must exist
-    alerts: list[AlertLine] = field(default_factory=list)  # events that raise an alert (ingest.alerts)
+    # How many of its events raise an alert: the writer raises them from the rows its COPY stored,
+    # with their ids (ingest.store), and asks only when there are any.
+    alerts: int = 0
     offsets: tuple[int, int] = (0, 0)  # the smallest and largest byte offset of its events
     # The file's content its read got through, as (offset, bytes) of at most CHUNK_BYTES each
     # (ingest.chunks): the events written without raw bytes of their own point into these.
@@ -212,6 +214,7 @@ class RowFormatter:
     def __init__(self, *, source_file_id: int, ingest_run_id: int | None) -> None:
         self._run_id = NULL if ingest_run_id is None else str(ingest_run_id)
         self._source_file_id = str(source_file_id)
+        self._alerting = 0  # events of the batch being formatted that raise an alert
         # Formatted COPY fields, by what they were formatted from (see _row).
         self._who: dict[tuple[object, ...], str] = {}
         self._flags: dict[frozenset[str], tuple[str, str | None, str | None]] = {}
@@ -253,8 +256,8 @@ class RowFormatter:
         self._last_iso = NULL
         self._hash_server = None
         self._batch_statements = {}
-        alerts: list[AlertLine] = []
-        narrow = "".join(self._rows(events, alerts)).encode()
+        self._alerting = 0
+        narrow = "".join(self._rows(events)).encode()
         offsets = [e.offset for e in events]
         chunks: list[tuple[int, bytes]] = []
         if self.window is not None:
@@ -265,7 +268,7 @@ class RowFormatter:
             count=len(events),
             sessions=[_session_row(s) for s in sessions.values()],
             months=self._months,
-            alerts=alerts,
+            alerts=self._alerting,
             offsets=(min(offsets), max(offsets)) if offsets else (0, 0),
             chunks=chunks,
             statements=list(self._batch_statements.values()),
@@ -285,8 +288,8 @@ class RowFormatter:
         head = f"{server}\x00{when}\x00".encode("utf-8", "surrogateescape")
         self._hash_head = hashlib.blake2b(head, digest_size=16)
 
-    def _rows(self, events: Sequence[EventRecord], alerts: list[AlertLine]) -> list[str]:
-        """One narrow COPY line per event (ROW_COLUMNS, see _copy_text), and the alerts they raise.
+    def _rows(self, events: Sequence[EventRecord]) -> list[str]:
+        """One narrow COPY line per event (ROW_COLUMNS, see _copy_text); counts those that raise an alert.
 
         What repeats from one event to the next is formatted once and looked up after that:
         who (server ... ip), the statement (its id, type, tables and destructive), the flags
@@ -360,9 +363,8 @@ class RowFormatter:
                     slices_end = offset + len(raw)
             else:
                 raw_field = _copy_bytea(raw)
-            alert = flagged[2] if destructive else flagged[1]
-            if alert is not None:  # the alert it raises, as a line of COPY (ingest.alerts)
-                alerts.append(f"{alert}\t{_copy_text(server)}\t{when}\t\\\\x{hash_hex}\n")
+            if (flagged[2] if destructive else flagged[1]) is not None:  # it raises an alert
+                self._alerting += 1
             rows = NULL if e.rows_affected is None else e.rows_affected
             definer = NULL if e.definer is None else _copy_text(_bounded(e.definer, 300))
             append(

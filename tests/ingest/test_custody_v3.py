@@ -21,20 +21,12 @@ from ingest.models import CustodyHead, CustodyLink, Event, Statement
 from ingest.pipeline import ingest_file, source_for_path
 from ingest.rows import EVENT_COLUMNS, statement_id, statement_key, stored_copy_line
 from tests.conftest import FIXTURES
+from tests.ingest.test_custody import verify
 
 pytestmark = pytest.mark.django_db
 
 SCENARIO = FIXTURES / "genlog" / "mariadb-10.11.19-scenario.log"
 SLAP = FIXTURES / "genlog" / "mariadb-10.11.19-slap.log"
-
-
-def verify(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    try:
-        call_command("verify_evidence", *args, stdout=out)
-    except CommandError as e:
-        return e.returncode, out.getvalue()
-    return 0, out.getvalue()
 
 
 def ingest(tmp_path: Path, fixture: Path = SCENARIO, name: str = "general.log", server: str = "db1") -> Path:
