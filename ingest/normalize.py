@@ -84,8 +84,8 @@ def unstorable_problem(record: LogRecord) -> Problem | None:
             joined += "".join(extra.values())
         except TypeError:
             joined += "".join(v for v in extra.values() if isinstance(v, str))
-    if not unstorable(joined):
-        return None
+    if (joined.isascii() and "\x00" not in joined) or not unstorable(joined):
+        return None  # (unstorable's first answer, without the call)
     fields = [name for name in _SESSION_FIELDS if (v := getattr(record, name)) and unstorable(v)]
     fields += [key for key, v in record.extra.items() if isinstance(v, str) and unstorable(v)]
     if not fields:
