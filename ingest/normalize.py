@@ -78,10 +78,14 @@ def unstorable_problem(record: LogRecord) -> Problem | None:
         return None  # a statement of a general log: nothing but its command, a name it knows
     # Nearly every record: its fields together hold neither (one test, not one a field).
     joined = f"{record.user}{record.host}{record.ip}{record.database}{record.command}{record.status}"
-    if record.extra:
-        joined += "".join(v for v in record.extra.values() if isinstance(v, str))
-    if not unstorable(joined):
-        return None
+    extra = record.extra
+    if extra:
+        try:  # (every value is text, nearly always: joined at once, not tested one by one)
+            joined += "".join(extra.values())
+        except TypeError:
+            joined += "".join(v for v in extra.values() if isinstance(v, str))
+    if (joined.isascii() and "\x00" not in joined) or not unstorable(joined):
+        return None  # (unstorable's first answer, without the call)
     fields = [name for name in _SESSION_FIELDS if (v := getattr(record, name)) and unstorable(v)]
     fields += [key for key, v in record.extra.items() if isinstance(v, str) and unstorable(v)]
     if not fields:
@@ -1460,14 +1464,18 @@ class GapFinder:
     def _process_postgres(self, items: Iterable[Any]) -> Iterator[Any]:
         """A PostgreSQL log: restarts and the clock as for any log (_see), and pgAudit's switches
         (PgAuditWatch); no record counter, no switching back on (ReenableWatch)."""
+        see, watch = self._see, self.pgaudit.see
         for item in items:
-            if not isinstance(item, EventRecord):
+            if type(item) is not EventRecord:
                 yield item
                 continue
             yield item
-            found = self._see(item) or []  # (MySQL's switches match no PostgreSQL statement)
-            found += self.pgaudit.see(item)
-            yield from found
+            found = see(item)  # (MySQL's switches match no PostgreSQL statement)
+            more = watch(item)  # (both asked before either's gaps are passed on)
+            if found:
+                yield from found
+            if more:
+                yield from more
         gap = self.open_gap()
         if gap is not None and not self.pgaudit.reported:  # nothing recorded after it in this file
             # Stored open once; it stays open in the state, so that the next file of the server

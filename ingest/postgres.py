@@ -143,12 +143,20 @@ def classify_postgres_events(
         if item.command == "Connect" and item.extra and "failed" not in item.flags:
             item.session.program = item.session.program or item.extra.get("application")
         yield item
+        if (
+            item.command == "Query"
+            and item.statement_type not in _TRANSACTION_TYPES
+            and not item.session.explicit
+        ):
+            continue  # (nearly every statement: _transaction does nothing with it)
         correction = _transaction(item)
         if correction is not None:
             yield correction
 
 
 _ROLLBACK_TO = re.compile(r"\bTO\b", re.IGNORECASE)
+# The statement types _transaction acts on whether or not a transaction is open.
+_TRANSACTION_TYPES = frozenset({"BEGIN", "START", "ROLLBACK", "ABORT", "COMMIT", "END"})
 
 
 def _rolled_back(session: SessionInfo) -> FlagCorrection | None:

@@ -34,7 +34,6 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
 
 from ingest.parsers.digits import ISO, fraction
 from ingest.parsers.records import (
@@ -160,8 +159,11 @@ def _split_entry(body: str, start: int = 0) -> list[str] | None:
     if len(head) < 8:  # (not pgAudit's: no statement field)
         return None
     rest = head.pop()
-    if body.find('"', start, len(body) - len(rest)) >= 0:
+    end = len(body) - len(rest)
+    if body.find('"', start, end) >= 0:
         return None
+    if body.find("\n", start, end) >= 0 or body.find("\r", start, end) >= 0:
+        return None  # (a line end in an unquoted field: the csv module refuses it, and so must this)
     if start:
         head[0] = head[0][start:]
     if rest[:1] != '"':
@@ -211,8 +213,11 @@ _TIME_RE = re.compile(
     re.X,
 )
 _UTC_NAMES = frozenset({"UTC", "GMT", "Z", "UCT", "Etc/UTC"})
-# The last csvlog/jsonlog time read and its value: [text, datetime] (immutable, so shared).
-_last_time: list[Any] = ["", None]
+# The csvlog/jsonlog times read last (`... .123 UTC`) and their values (immutable, so shared):
+# sessions write between each other, so the same millisecond comes back after other lines.
+# Bounded: emptied when full.
+_TIMES: dict[str, datetime] = {}
+_TIMES_MAX = 4096
 
 
 def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
@@ -221,8 +226,9 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
     when the text is no time."""
     if not text:
         return None, None
-    if text == _last_time[0]:  # (records of the same millisecond: one object, made once)
-        return _last_time[1], None
+    known = _TIMES.get(text)
+    if known is not None:  # (records of the same millisecond: one object, made once)
+        return known, None
     if (
         len(text) == 27
         and text.endswith(" UTC")
@@ -231,13 +237,20 @@ def parse_time(text: str | None) -> tuple[datetime | None, str | None]:
         and text[20:23].isdigit()
     ):
         # csvlog's and jsonlog's `2024-05-01 10:00:00.123 UTC` (%m with log_timezone UTC): most
-        # lines of most logs, read without the pattern.
+        # lines of most logs, read without the pattern. The offset written out is read with the
+        # rest (`replace(tzinfo=UTC)` cost five times the parse, measured); a text that already
+        # names an offset then has two and is read as before.
         try:
-            when = datetime.fromisoformat(text[:23]).replace(tzinfo=UTC)
+            when = datetime.fromisoformat(text[:23] + "+00:00")
         except ValueError:
-            pass  # the pattern below says
-        else:
-            _last_time[:] = [text, when]
+            try:
+                when = datetime.fromisoformat(text[:23]).replace(tzinfo=UTC)
+            except ValueError:
+                when = None  # the pattern below says
+        if when is not None:
+            if len(_TIMES) >= _TIMES_MAX:
+                _TIMES.clear()
+            _TIMES[text] = when
             return when, None
     m = _TIME_RE.match(text.strip())
     if m is None:
@@ -334,24 +347,6 @@ class _Pending:
     seen_at: int = 0  # the assembler's line count when it began
 
 
-def _extra(line: ServerLine) -> dict[str, str]:
-    # (Spelt out, not a loop over pairs: this runs for every record.)
-    extra: dict[str, str] = {}
-    if line.user is not None and line.session:
-        extra["session"] = line.session
-    if line.pid is not None:
-        extra["pid"] = str(line.pid)
-    if line.session_line is not None:
-        extra["session_line"] = str(line.session_line)
-    if line.port:
-        extra["port"] = line.port
-    if line.application:
-        extra["application"] = line.application
-    if line.vxid:
-        extra["vxid"] = line.vxid
-    return extra
-
-
 _REACH_KEPT = 1024  # entries of Assembler.reach before those that can no longer matter go
 
 
@@ -377,23 +372,31 @@ class Assembler:
 
     def feed(self, lines: Iterable[ServerLine | Problem]) -> Iterator[Item]:
         queue = self.queue
+        take = self._take
         for line in lines:
             self.count += 1
-            if isinstance(line, Problem):
-                self._push(_Pending(_line_of(line), item=line, seen_at=self.count))
+            if type(line) is Problem:
+                queue.append(_Pending(_line_of(line), line, seen_at=self.count))
             else:
-                self._take(line)
-            # (Most lines leave the head waiting for its session: no generator made for them.)
-            if queue and (queue[0].item is not None or self.count - queue[0].seen_at > MAX_WAIT_LINES):
-                yield from self._ready()
+                take(line)
+            # (Most lines leave the head waiting for its session, or complete it alone: no
+            # generator made for them. What _ready does for a head of one line, spelt out.)
+            while queue:
+                head = queue[0]
+                if head.item is None:
+                    if self.count - head.seen_at > MAX_WAIT_LINES:
+                        yield from self._ready()
+                    break
+                if len(head.lines) > 1:
+                    yield from self._ready()
+                    break
+                queue.popleft()
+                yield head.item
 
     def finish(self) -> Iterator[Item]:
         for session in list(self.open):
             self._close(session)
         yield from self._ready()
-
-    def _push(self, pending: _Pending) -> None:
-        self.queue.append(pending)
 
     def _ready(self) -> Iterator[Item]:
         queue = self.queue
@@ -427,23 +430,24 @@ class Assembler:
     def _take(self, line: ServerLine) -> None:
         session = line.session or ""
         current = self.open.get(session) if session else None
-        entry = parse_entry(line.message) if line.message.startswith("AUDIT: ") else None
+        audit = line.message.startswith("AUDIT: ")
+        entry = parse_entry(line.message) if audit else None
         if entry is not None and session:
-            if (
-                current is not None
-                and current.entries[0].statement_id == entry.statement_id
-                and len(current.entries) < MAX_ENTRIES
-                and current.size + len(line.raw) <= MAX_RECORD_BYTES
-            ):
-                current.entries.append(entry)
-                current.lines.append(line)
-                current.size += len(line.raw)
-                return
             if current is not None:
-                self._close(session)
-            pending = _Pending(line, entries=[entry], lines=[line], size=len(line.raw), seen_at=self.count)
+                if (
+                    current.entries[0].statement_id == entry.statement_id
+                    and len(current.entries) < MAX_ENTRIES
+                    and current.size + len(line.raw) <= MAX_RECORD_BYTES
+                ):
+                    current.entries.append(entry)
+                    current.lines.append(line)
+                    current.size += len(line.raw)
+                    return
+                del self.open[session]  # (_close, spelt out: nearly every line closes one)
+                current.item = _statement(current)
+            pending = _Pending(line, None, [entry], [line], len(line.raw), None, self.count)
             self.open[session] = pending
-            self._push(pending)
+            self.queue.append(pending)
             return
         if current is not None:
             if line.severity == "ERROR" and _same_statement(current, line):
@@ -452,9 +456,9 @@ class Assembler:
                 self._close(session)
                 return
             self._close(session)
-        item = self._single(line, entry_broken=line.message.startswith("AUDIT: "))
+        item = self._single(line, entry_broken=audit)
         if item is not None:
-            self._push(_Pending(line, item=item, seen_at=self.count))
+            self.queue.append(_Pending(line, item, seen_at=self.count))
 
     def _close(self, session: str) -> None:
         pending = self.open.pop(session)
@@ -530,24 +534,50 @@ def _same_statement(pending: _Pending, error: ServerLine) -> bool:
 
 
 def _record(line: ServerLine, command: str, argument: bytes, *, status: str | None) -> LogRecord:
-    when, zone = parse_time(line.time)
+    text = line.time
+    when = _TIMES.get(text) if text else None  # (parse_time's first answer, without the call)
+    if when is not None:
+        zone = None
+    else:
+        when, zone = parse_time(text)
     # Only client sessions are connections (csvlog and jsonlog give the postmaster a session
     # id too; a stderr prefix stops at %q for it).
+    user, session = line.user, line.session
+    if user is None:
+        number = None
+    else:  # (session_number's remembered answer first: every session writes many lines)
+        number = _SESSION_NUMBERS.get(session) if session else None
+        if number is None:
+            number = session_number(session)
+    # _extra(line), spelt out: this runs for every record.
+    extra: dict[str, str] = {}
+    if user is not None and session:
+        extra["session"] = session
+    if line.pid is not None:
+        extra["pid"] = str(line.pid)
+    if line.session_line is not None:
+        extra["session_line"] = str(line.session_line)
+    if line.port:
+        extra["port"] = line.port
+    if line.application:
+        extra["application"] = line.application
+    if line.vxid:
+        extra["vxid"] = line.vxid
     record = LogRecord(
         line.line,
         line.offset,
         line.raw,
         when,
-        session_number(line.session) if line.user is not None else None,
+        number,
         command,
         argument,
-        line.user or None,
+        user or None,
         line.host or None,
         None,
         line.database or None,
         status,
         None,
-        _extra(line),
+        extra,
     )
     if zone:
         record.extra["time_zone"] = zone
