@@ -230,14 +230,18 @@ class RowFormatter:
         self._who: dict[tuple[object, ...], str] = {}
         self._flags: dict[frozenset[str], tuple[str, str | None, str | None]] = {}
         self._status: dict[str, str] = {}
-        # Statements by their values ((database, type, tables, destructive, fingerprint), sql):
-        # (database, type, tables, destructive, fingerprint, the columns type to destructive as
-        # formatted, the id as formatted, the row for the dictionary); what the five values make
-        # by them (a statement's shape, see _shape); and the last such entry of each text,
-        # checked value by value (no tuple to build and hash for a text seen).
-        self._statements: dict[tuple[object, ...], tuple[Any, ...]] = {}
-        self._shapes: dict[tuple[object, ...], tuple[Any, ...]] = {}
+        # Statements, each an entry (database, type, tables, destructive, fingerprint, the
+        # columns type to destructive as formatted, the id as formatted, the row for the
+        # dictionary, the first five values as a tuple: the statement's shape): the last entry
+        # made or found for each text, checked value by value (no tuple to build and hash for a
+        # text seen); and those that a text's later entry replaced there, by (shape, text). Every
+        # entry made is in one of the two until `_made` passes _FORMATTED_CACHE_SIZE. Before,
+        # every entry was kept by (shape, text) too: a tuple and a dict entry more for each new
+        # text, and more for the garbage collector to go through (measured).
         self._by_text: dict[str, tuple[Any, ...]] = {}
+        self._replaced: dict[tuple[object, ...], tuple[Any, ...]] = {}
+        self._made = 0  # entries made since the last start afresh
+        self._shapes: dict[tuple[object, ...], tuple[Any, ...]] = {}  # what a shape makes (_shape)
         self._named: dict[int, bytes] = {}  # the keys of the ids named (two keys, two ids)
         self._batch_statements: dict[int, StatementRow] = {}
         # Per session key: the formatted run, session and file columns.
@@ -257,15 +261,14 @@ class RowFormatter:
         """The events as COPY lines; with a window, the content chunks up to `upto` (where the
         read got: a resume point, the end of the file) and at least to the end of the bytes of
         every event written as a slice (whose bytes must be committed with it)."""
-        caches = (self._who, self._flags, self._status, self._session_ids, self._statements, self._shapes)
-        for cache in caches:
+        for cache in (self._who, self._flags, self._status, self._session_ids, self._shapes):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
-        if not self._statements:
-            # (emptied together, and each entry made goes into both: a text that is not in
-            # _by_text is in no key of _statements, which _rows relies on)
-            self._named.clear()
+        if self._made > _FORMATTED_CACHE_SIZE:  # the statements too (and the ids they named)
+            self._made = 0
             self._by_text.clear()
+            self._replaced.clear()
+            self._named.clear()
         sessions = {e.session.key: e.session for e in events}
         self._months = set()
         self._last_time = None  # (each batch's months are found again by _row)
@@ -347,8 +350,8 @@ class RowFormatter:
             # The statement: the last one of this text, if its values are the event's.
             destructive = e.destructive
             found = by_text.get(sql)
-            if found is None:  # a text new to the formatter (so to _statements: see format)
-                found = by_text[sql] = self._statement(e, sql, seen=False)
+            if found is None:  # a text new to the formatter (since it last started afresh)
+                found = by_text[sql] = self._statement(e, sql, None)
             elif (
                 found[0] != e.database
                 or found[1] != e.statement_type
@@ -356,7 +359,7 @@ class RowFormatter:
                 or found[3] is not destructive
                 or found[4] != e.fingerprint
             ):
-                found = by_text[sql] = self._statement(e, sql, seen=True)
+                found = by_text[sql] = self._statement(e, sql, found)
             row = found[7]
             batch_statements[row[0]] = row
             flag_set = frozenset(flags) if flags else _NO_FLAGS
@@ -396,9 +399,10 @@ class RowFormatter:
         self._slices_end = slices_end
         return lines
 
-    def _statement(self, e: EventRecord, sql: str, *, seen: bool) -> tuple[Any, ...]:
-        """The event's statement: its values, its columns as formatted, its id, its row. `seen`:
-        whether the text is in _by_text, with other values (else it is in no key of _statements).
+    def _statement(self, e: EventRecord, sql: str, replaced: tuple[Any, ...] | None) -> tuple[Any, ...]:
+        """The event's statement's entry (see __init__), found or made. `replaced`: the text's
+        entry in _by_text, with other values (which the caller replaces there), or None when the
+        text is new to the formatter (it has no entry, so there is none to look for).
 
         A text new to the formatter (nearly every event of a log of ever-new literals) costs a
         look-up of its shape (its values but the text, see _shape) and the SHA-256 of its text
@@ -406,9 +410,9 @@ class RowFormatter:
         tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
         destructive = e.destructive
         shape_values = (e.database, e.statement_type, tables, destructive, e.fingerprint)
-        values = (shape_values, sql)
-        if seen:
-            found = self._statements.get(values)
+        if replaced is not None:
+            self._replaced[replaced[8], sql] = replaced
+            found = self._replaced.get((shape_values, sql))
             if found is not None:
                 return found
         shape = self._shapes.get(shape_values)
@@ -423,8 +427,8 @@ class RowFormatter:
             attempt += 1
             number = statement_id(key, attempt)
         row = (number, key, stored_database, stored_type, stored_tables, destructive, fingerprint, sql)
-        found = self._statements[values] = (*shape_values, columns, str(number), row)
-        return found
+        self._made += 1
+        return (*shape_values, columns, str(number), row, shape_values)
 
     @staticmethod
     def _shape(

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from ingest import rows
 from ingest.custody import batch_digest, row_checks
 from ingest.events import EventRecord, SessionInfo, session_id_of
 from ingest.normalize import unstorable_problem
@@ -208,3 +209,29 @@ def test_every_statement_is_keyed_as_statement_key_whatever_shapes_the_formatter
     assert len(deletes) == 4
     assert int(second.rows[4][:-1].split("\t")[-1]) == int(first.rows[2][:-1].split("\t")[-1])
     assert int(second.rows[5][:-1].split("\t")[-1]) == int(first.rows[3][:-1].split("\t")[-1])
+
+
+def test_two_keys_with_one_id_take_the_ids_they_took_before_and_again_after_a_start_afresh(
+    monkeypatch,
+) -> None:
+    """Ids are their keys' (statement_id); where a key's first id is another key's that the
+    formatter named, it takes the next. The formatter forgets its statements and the ids they
+    named only when it starts afresh (more than _FORMATTED_CACHE_SIZE statements made): which
+    id each text gets must stay what it was, whatever the formatter keeps its statements in."""
+    real_id = rows.statement_id
+    monkeypatch.setattr(
+        rows, "statement_id", lambda key, attempt=0: 7 if attempt == 0 else real_id(key, attempt)
+    )
+    monkeypatch.setattr(rows, "_FORMATTED_CACHE_SIZE", 2)
+    formatter = RowFormatter(source_file_id=4, ingest_run_id=5)
+
+    def ids(*texts: str) -> list[int]:
+        batch = formatter.format([event(text, b"x\n", i + 1) for i, text in enumerate(texts)])
+        return [int(line[:-1].split("\t")[-1]) for line in batch.rows]
+
+    key = {text: statement_key("shop", "", ["shop.t"], False, "", text) for text in ("A", "B", "C")}
+    assert ids("A", "B", "A") == [7, real_id(key["B"], 1), 7]
+    # Two statements made: not more than 2, so kept; C's first id is A's.
+    assert ids("C", "A", "B") == [real_id(key["C"], 1), 7, real_id(key["B"], 1)]
+    # Three made: the formatter starts afresh, and the first text to come takes the first id.
+    assert ids("B", "C", "A") == [7, real_id(key["C"], 1), real_id(key["A"], 1)]
