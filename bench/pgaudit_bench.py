@@ -29,9 +29,11 @@ times, each in a fresh child process, and the minimum is kept:
 
 `--stages`: the parsing side alone (what the forked child does, no database) on a file of --mb
 MB of each workload, four times, each one stage further: parse (the parser as the ingest opens
-it: its resumable form); + sessions; + classification, transactions and gaps; + COPY
-formatting. CPU microseconds an event, the minimum of --runs, each run with every cache of
-verdicts emptied first.
+it: its resumable form, its lines read through ingest.tail.FileLines); + sessions; +
+classification, transactions and gaps; + COPY formatting (with the content window ingest.tail
+gives the formatter: an event whose raw bytes are the file's is written with their length, its
+bytes go in the batch's chunks). CPU microseconds an event, the minimum of --runs, each run with
+every cache of verdicts emptied first.
 
 The machine is shared: wall time is what the others leave, CPU seconds are the figures to
 trust. Events/s "by CPU" is events over the busiest process's CPU seconds (the two processes
@@ -222,6 +224,7 @@ def stages(path: Path, runs: int) -> None:
     django.setup()
     from zoneinfo import ZoneInfo
 
+    from ingest.chunks import ContentWindow
     from ingest.events import EventRecord
     from ingest.normalize import GapFinder, SessionTracker, classifier_for
     from ingest.parsers import by_name, open_parser
@@ -229,7 +232,7 @@ def stages(path: Path, runs: int) -> None:
     from ingest.postgres import clear_cache as clear_postgres_cache
     from ingest.rows import RowFormatter
     from ingest.sql import clear_cache as clear_sql_cache
-    from ingest.tail import open_log
+    from ingest.tail import FileLines, open_log
 
     print("| stage (cumulative) | CPU us an event |")
     print("| --- | --- |")
@@ -240,9 +243,16 @@ def stages(path: Path, runs: int) -> None:
             clear_postgres_cache()
             started = time.process_time()
             tracker = SessionTracker("bench", ZoneInfo("UTC"), dialect="postgres")
-            # The parser as the ingest opens it (its resumable form), fed and finished.
+            # The parser as the ingest opens it (its resumable form), fed and finished, its lines
+            # read as ingest.tail reads them (FileLines); with the formatter, the content kept in
+            # a window the formatter checks each event's raw bytes against, as ingest.tail does
+            # (an event's bytes that are the file's are written as their length alone).
+            formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
+            lines = FileLines(open_log(path).lines, 0, 1, None, partial_ok=True)
+            if stage == 3:
+                formatter.window = lines.window = ContentWindow()
             parser = open_parser(by_name("pgaudit-csv"), hints=Hints())
-            items: Any = itertools.chain(parser.feed(open_log(path).lines), parser.finish())
+            items: Any = itertools.chain(parser.feed(lines), parser.finish())
             if stage >= 1:
                 items = tracker.process(items)
             if stage >= 2:
@@ -250,7 +260,6 @@ def stages(path: Path, runs: int) -> None:
                 finder.dialect = "postgres"
                 items = finder.process(classifier_for("postgres")(items, tracker.routines))
             count, batch = 0, []
-            formatter = RowFormatter(source_file_id=1, ingest_run_id=1)
             for item in items:
                 count += 1
                 if stage == 3 and isinstance(item, EventRecord):
@@ -259,7 +268,7 @@ def stages(path: Path, runs: int) -> None:
                         formatter.format(batch)
                         batch = []
             if batch:
-                formatter.format(batch)
+                formatter.format(batch, upto=1 << 62)
             best = min(best, time.process_time() - started)
         print(f"| {name} | {best / count * 1e6:.0f} |")
 

@@ -49,15 +49,20 @@ class ContentWindow:
         self._end = -1  # where the last run ends
         self._held = 0  # bytes held
         self._joined: list[tuple[int, bytes]] | None = None
+        self._pieces: list[bytes] = []  # the last run's pieces (added to by each add: kept at hand)
 
     def add(self, offset: int, data: bytes) -> None:
-        if self._held + len(data) > WINDOW_MAX_BYTES:
-            self._runs, self._held = [], 0
+        """`data`, read at `offset` (called for every line read: kept short)."""
+        size = len(data)
+        held = self._held + size
+        if held > WINDOW_MAX_BYTES:
+            self._runs, held = [], size
         if offset != self._end or not self._runs:
-            self._runs.append((offset, []))
-        self._runs[-1][1].append(data)
-        self._end = offset + len(data)
-        self._held += len(data)
+            self._pieces = []
+            self._runs.append((offset, self._pieces))
+        self._pieces.append(data)
+        self._end = offset + size
+        self._held = held
         self._joined = None
 
     def runs(self) -> list[tuple[int, bytes]]:
@@ -94,8 +99,10 @@ class ContentWindow:
         self._runs = kept
         self._held = sum(len(pieces[0]) for _, pieces in kept)
         self._joined = None
-        if not kept:
-            self._end = -1
+        if kept:
+            self._pieces = kept[-1][1]
+        else:
+            self._end, self._pieces = -1, []
         return taken
 
 

@@ -116,6 +116,25 @@ def _copy_array(items: Iterable[str]) -> str:
     return _copy_text("{" + quoted + "}")
 
 
+def statement_key_head(
+    database: str | None, statement_type: str, tables: Sequence[str], destructive: bool, fingerprint: str
+) -> bytes:
+    """What statement_key hashes before the statement's text: every other value, each prefixed by
+    its length, each followed by `|`. The same for every text of one shape (RowFormatter hashes it
+    once per shape, and each text of it from a copy of that hash)."""
+    text = "|".join(
+        (
+            "-" if database is None else f"{len(database)}:{database}",
+            f"{len(statement_type)}:{statement_type}",
+            f"{len(tables)}:" + "".join(f"{len(t)}:{t}" for t in tables),
+            "t" if destructive else "f",
+            f"{len(fingerprint)}:{fingerprint}",
+            "",
+        )
+    )
+    return text.encode("utf-8", "surrogatepass")
+
+
 def statement_key(
     database: str | None,
     statement_type: str,
@@ -125,19 +144,11 @@ def statement_key(
     sql: str,
 ) -> bytes:
     """A statement's key in the dictionary: the first 16 bytes of the SHA-256 of every value it
-    holds, each but the last prefixed by its length. The same as the SQL function
-    ingest_statement_key (migration 0025), which the view's triggers and the migration use."""
-    text = "|".join(
-        (
-            "-" if database is None else f"{len(database)}:{database}",
-            f"{len(statement_type)}:{statement_type}",
-            f"{len(tables)}:" + "".join(f"{len(t)}:{t}" for t in tables),
-            "t" if destructive else "f",
-            f"{len(fingerprint)}:{fingerprint}",
-            sql,
-        )
-    )
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16]
+    holds, each but the last prefixed by its length, joined by `|` (statement_key_head, then the
+    text). The same as the SQL function ingest_statement_key (migration 0025), which the view's
+    triggers and the migration use."""
+    head = statement_key_head(database, statement_type, tables, destructive, fingerprint)
+    return hashlib.sha256(head + sql.encode("utf-8", "surrogatepass")).digest()[:16]
 
 
 def statement_id(key: bytes, attempt: int = 0) -> int:
@@ -219,12 +230,18 @@ class RowFormatter:
         self._who: dict[tuple[object, ...], str] = {}
         self._flags: dict[frozenset[str], tuple[str, str | None, str | None]] = {}
         self._status: dict[str, str] = {}
-        # Statements by their values (database, type, tables, destructive, fingerprint, sql):
-        # (database, type, tables, destructive, fingerprint, the columns type to destructive as
-        # formatted, the id as formatted, the row for the dictionary); and the last such entry
-        # of each text, checked value by value (no tuple to build and hash for a text seen).
-        self._statements: dict[tuple[object, ...], tuple[Any, ...]] = {}
+        # Statements, each an entry (database, type, tables, destructive, fingerprint, the
+        # columns type to destructive as formatted, the id as formatted, the row for the
+        # dictionary, the first five values as a tuple: the statement's shape): the last entry
+        # made or found for each text, checked value by value (no tuple to build and hash for a
+        # text seen); and those that a text's later entry replaced there, by (shape, text). Every
+        # entry made is in one of the two until `_made` passes _FORMATTED_CACHE_SIZE. Before,
+        # every entry was kept by (shape, text) too: a tuple and a dict entry more for each new
+        # text, and more for the garbage collector to go through (measured).
         self._by_text: dict[str, tuple[Any, ...]] = {}
+        self._replaced: dict[tuple[object, ...], tuple[Any, ...]] = {}
+        self._made = 0  # entries made since the last start afresh
+        self._shapes: dict[tuple[object, ...], tuple[Any, ...]] = {}  # what a shape makes (_shape)
         self._named: dict[int, bytes] = {}  # the keys of the ids named (two keys, two ids)
         self._batch_statements: dict[int, StatementRow] = {}
         # Per session key: the formatted run, session and file columns.
@@ -244,12 +261,14 @@ class RowFormatter:
         """The events as COPY lines; with a window, the content chunks up to `upto` (where the
         read got: a resume point, the end of the file) and at least to the end of the bytes of
         every event written as a slice (whose bytes must be committed with it)."""
-        for cache in (self._who, self._flags, self._status, self._session_ids, self._statements):
+        for cache in (self._who, self._flags, self._status, self._session_ids, self._shapes):
             if len(cache) > _FORMATTED_CACHE_SIZE:  # a log of ever-new values: start afresh
                 cache.clear()
-        if not self._statements:
-            self._named.clear()
+        if self._made > _FORMATTED_CACHE_SIZE:  # the statements too (and the ids they named)
+            self._made = 0
             self._by_text.clear()
+            self._replaced.clear()
+            self._named.clear()
         sessions = {e.session.key: e.session for e in events}
         self._months = set()
         self._last_time = None  # (each batch's months are found again by _row)
@@ -306,6 +325,9 @@ class RowFormatter:
         runs = window.runs() if window is not None else []
         run_start, run = runs[0] if len(runs) == 1 else (-1, b"")
         slices_end = 0
+        # What _time made for the last time object and server (format started them afresh).
+        last_time, hash_server = self._last_time, self._hash_server
+        when, hash_head = self._last_iso, self._hash_head
         lines: list[str] = []
         append = lines.append
         for e in events:
@@ -313,12 +335,13 @@ class RowFormatter:
             if len(sql) > MAX_SQL_CHARS:
                 sql, flags = sql[:MAX_SQL_CHARS], flags | {"sql_truncated"}
             occurred, server = e.occurred_at, e.server
-            if occurred is not self._last_time or server is not self._hash_server:
+            if occurred is not last_time or server is not hash_server:
                 self._time(occurred, server)
-            when = self._last_iso
+                last_time, hash_server, when, hash_head = occurred, server, self._last_iso, self._hash_head
             raw, offset = e.raw, e.offset
-            digest = self._hash_head.copy()
-            digest.update(b"%d\x00%s" % (offset, raw))
+            digest = hash_head.copy()
+            digest.update(b"%d\x00" % offset)
+            digest.update(raw)  # (not copied into one bytes object with the offset)
             hash_hex = digest.hexdigest()
             who_key = (server, e.connection_id, e.user, e.host, e.ip, e.command)
             who = who_of.get(who_key)
@@ -327,15 +350,16 @@ class RowFormatter:
             # The statement: the last one of this text, if its values are the event's.
             destructive = e.destructive
             found = by_text.get(sql)
-            if (
-                found is None
-                or found[0] != e.database
+            if found is None:  # a text new to the formatter (since it last started afresh)
+                found = by_text[sql] = self._statement(e, sql, None)
+            elif (
+                found[0] != e.database
                 or found[1] != e.statement_type
                 or found[2] != e.tables
                 or found[3] is not destructive
                 or found[4] != e.fingerprint
             ):
-                found = by_text[sql] = self._statement(e, sql)
+                found = by_text[sql] = self._statement(e, sql, found)
             row = found[7]
             batch_statements[row[0]] = row
             flag_set = frozenset(flags) if flags else _NO_FLAGS
@@ -375,29 +399,60 @@ class RowFormatter:
         self._slices_end = slices_end
         return lines
 
-    def _statement(self, e: EventRecord, sql: str) -> tuple[Any, ...]:
-        """The event's statement: its values, its columns as formatted, its id, its row."""
+    def _statement(self, e: EventRecord, sql: str, replaced: tuple[Any, ...] | None) -> tuple[Any, ...]:
+        """The event's statement's entry (see __init__), found or made. `replaced`: the text's
+        entry in _by_text, with other values (which the caller replaces there), or None when the
+        text is new to the formatter (it has no entry, so there is none to look for).
+
+        A text new to the formatter (nearly every event of a log of ever-new literals) costs a
+        look-up of its shape (its values but the text, see _shape) and the SHA-256 of its text
+        alone, from a copy of the hash of its shape's head: the same key as statement_key."""
         tables = e.tables if isinstance(e.tables, tuple) else tuple(e.tables)
-        values = (e.database, e.statement_type, tables, e.destructive, e.fingerprint, sql)
-        found = self._statements.get(values)
-        if found is not None:
-            return found
-        # The values as the store holds them, bounded as the columns are.
-        stored_database = _bounded(e.database, 200)
-        stored_type = _bounded(e.statement_type, 60)
-        stored_tables = [t if len(t) <= 400 else _bounded(t, 400) for t in tables]
-        fingerprint = e.fingerprint.replace("\x00", "") if "\x00" in e.fingerprint else e.fingerprint
-        key = statement_key(stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
+        destructive = e.destructive
+        shape_values = (e.database, e.statement_type, tables, destructive, e.fingerprint)
+        if replaced is not None:
+            self._replaced[replaced[8], sql] = replaced
+            found = self._replaced.get((shape_values, sql))
+            if found is not None:
+                return found
+        shape = self._shapes.get(shape_values)
+        if shape is None:
+            shape = self._shapes[shape_values] = self._shape(*shape_values)
+        stored_database, stored_type, stored_tables, fingerprint, columns, head = shape
+        digest = head.copy()
+        digest.update(sql.encode("utf-8", "surrogatepass"))
+        key = digest.digest()[:16]
         number, attempt = statement_id(key), 0
         while self._named.setdefault(number, key) != key:  # (its first id is another key's)
             attempt += 1
             number = statement_id(key, attempt)
-        row = (number, key, stored_database, stored_type, stored_tables, e.destructive, fingerprint, sql)
-        columns = "\t".join(
-            (_copy_text(stored_type), _copy_array(stored_tables), "t" if e.destructive else "f")
+        row = (number, key, stored_database, stored_type, stored_tables, destructive, fingerprint, sql)
+        self._made += 1
+        return (*shape_values, columns, str(number), row, shape_values)
+
+    @staticmethod
+    def _shape(
+        database: str | None,
+        statement_type: str,
+        tables: tuple[str, ...],
+        destructive: bool,
+        fingerprint: str,
+    ) -> tuple[Any, ...]:
+        """What a statement's values but its text make: the values as the store holds them
+        (bounded as the columns are; one list of tables shared by the rows of every text of the
+        shape, which nothing changes), the columns type to destructive as formatted, and the
+        SHA-256 state over its key's head (statement_key_head)."""
+        stored_database = _bounded(database, 200)
+        stored_type = _bounded(statement_type, 60)
+        stored_tables = [t if len(t) <= 400 else _bounded(t, 400) for t in tables]
+        fingerprint = fingerprint.replace("\x00", "") if "\x00" in fingerprint else fingerprint
+        head = hashlib.sha256(
+            statement_key_head(stored_database, stored_type, stored_tables, destructive, fingerprint)
         )
-        found = self._statements[values] = (*values[:5], columns, str(number), row)
-        return found
+        columns = "\t".join(
+            (_copy_text(stored_type), _copy_array(stored_tables), "t" if destructive else "f")
+        )
+        return stored_database, stored_type, stored_tables, fingerprint, columns, head
 
     @staticmethod
     def _format_flags(flags: frozenset[str]) -> tuple[str, str | None, str | None]:

@@ -90,6 +90,24 @@ def test_a_hole_starts_another_run_and_take_cuts_chunks_at_most_chunk_bytes(monk
     assert window.take(100) == [(23, b"NOP")]
 
 
+def test_what_a_read_adds_after_a_take_continues_the_run_the_take_left(monkeypatch) -> None:
+    window = ContentWindow()
+    window.add(0, b"abc\n")
+    window.add(4, b"def\n")
+    assert window.take(6) == [(0, b"abc\nde")]
+    window.add(8, b"ghi\n")  # where the run left by the take ends: the same run
+    assert window.runs() == [(6, b"f\nghi\n")]
+    assert window.take(100) == [(6, b"f\nghi\n")]
+    window.add(12, b"jkl\n")  # after everything was taken: a run of its own
+    assert window.runs() == [(12, b"jkl\n")]
+    # Held past its bound (a read that makes no batch): what it held is dropped, the read goes on.
+    monkeypatch.setattr(chunks, "WINDOW_MAX_BYTES", 10)
+    window.add(16, b"mnopqr\n")
+    assert window.runs() == [(16, b"mnopqr\n")]
+    window.add(23, b"s\n")
+    assert window.runs() == [(16, b"mnopqr\ns\n")]
+
+
 # -- ingesting: events point into the chunks ----------------------------------------------------------
 
 

@@ -10,11 +10,12 @@ from datetime import UTC, date, datetime
 
 import pytest
 
+from ingest import rows
 from ingest.custody import batch_digest, row_checks
 from ingest.events import EventRecord, SessionInfo, session_id_of
 from ingest.normalize import unstorable_problem
 from ingest.parsers.records import LogRecord
-from ingest.rows import ROW_COLUMNS, RowFormatter, stored_narrow_line
+from ingest.rows import ROW_COLUMNS, RowFormatter, statement_id, statement_key, stored_narrow_line
 from ingest.sql.secrets import _TRIGGER_WORDS, _may_hold_secret, mask_secrets
 from ingest.textsafe import _UNSTORABLE, unstorable
 
@@ -165,3 +166,72 @@ def test_each_batch_names_the_months_of_its_events_even_when_the_tracker_shares_
     assert formatter.format(events[2:]).months == {date(2026, 1, 1)}
     events[3].occurred_at = None
     assert formatter.format(events[3:]).months == set()
+
+
+def test_every_statement_is_keyed_as_statement_key_whatever_shapes_the_formatter_saw() -> None:
+    """The formatter hashes a statement's values but its text once per shape (rows._shape) and
+    each text from a copy of that hash: every key must stay statement_key's of the values as
+    stored (bounded), every id statement_id's, whichever texts and shapes came before."""
+
+    def bounded(value: str, limit: int) -> str:
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+
+    formatter = RowFormatter(source_file_id=4, ingest_run_id=5)
+    long_table, long_database = "s." + "t" * 500, "d" * 300
+    events = [event(f"SELECT {i}", b"x\n", i + 1) for i in range(12)]
+    # Texts of one shape; then the same text under another database, type, tables, destructive
+    # or fingerprint (a shape of its own), going back and forth; bounded values; a NUL in the
+    # fingerprint; no database; a lone surrogate in the text (the key encodes it as it stands).
+    events[2].sql = events[3].sql = events[4].sql = events[5].sql = "DELETE FROM t"
+    events[3].database, events[4].statement_type, events[5].destructive = "billing", "DELETE", True
+    events[6].sql, events[6].tables, events[6].database = "SELECT 6", (long_table,), long_database
+    events[7].fingerprint, events[7].statement_type = "select \x00?", "S" * 70
+    events[8].database, events[9].sql = None, "SELECT '\udcff'"
+    events[10].sql, events[11].sql = "DELETE FROM t", "DELETE FROM t"
+    events[11].database = "billing"
+    first = formatter.format(events[:6])
+    second = formatter.format(events[6:])
+    for batch, batch_events in ((first, events[:6]), (second, events[6:])):
+        statements = {row[0]: row for row in batch.statements}
+        for e, line in zip(batch_events, batch.rows, strict=True):
+            number, key, database, statement_type, tables, destructive, fingerprint, sql = statements[
+                int(line[:-1].split("\t")[-1])
+            ]
+            assert key == statement_key(database, statement_type, tables, destructive, fingerprint, sql)
+            assert number == statement_id(key)
+            assert (destructive, sql) == (e.destructive, e.sql)
+            assert database == (e.database and bounded(e.database, 200))
+            assert statement_type == bounded(e.statement_type, 60)
+            assert tables == [bounded(t, 400) for t in e.tables]
+            assert fingerprint == e.fingerprint.replace("\x00", "")
+    # The same text under four shapes: four statements; the same values again: the same id.
+    deletes = {int(line[:-1].split("\t")[-1]) for line in first.rows[2:6]}
+    assert len(deletes) == 4
+    assert int(second.rows[4][:-1].split("\t")[-1]) == int(first.rows[2][:-1].split("\t")[-1])
+    assert int(second.rows[5][:-1].split("\t")[-1]) == int(first.rows[3][:-1].split("\t")[-1])
+
+
+def test_two_keys_with_one_id_take_the_ids_they_took_before_and_again_after_a_start_afresh(
+    monkeypatch,
+) -> None:
+    """Ids are their keys' (statement_id); where a key's first id is another key's that the
+    formatter named, it takes the next. The formatter forgets its statements and the ids they
+    named only when it starts afresh (more than _FORMATTED_CACHE_SIZE statements made): which
+    id each text gets must stay what it was, whatever the formatter keeps its statements in."""
+    real_id = rows.statement_id
+    monkeypatch.setattr(
+        rows, "statement_id", lambda key, attempt=0: 7 if attempt == 0 else real_id(key, attempt)
+    )
+    monkeypatch.setattr(rows, "_FORMATTED_CACHE_SIZE", 2)
+    formatter = RowFormatter(source_file_id=4, ingest_run_id=5)
+
+    def ids(*texts: str) -> list[int]:
+        batch = formatter.format([event(text, b"x\n", i + 1) for i, text in enumerate(texts)])
+        return [int(line[:-1].split("\t")[-1]) for line in batch.rows]
+
+    key = {text: statement_key("shop", "", ["shop.t"], False, "", text) for text in ("A", "B", "C")}
+    assert ids("A", "B", "A") == [7, real_id(key["B"], 1), 7]
+    # Two statements made: not more than 2, so kept; C's first id is A's.
+    assert ids("C", "A", "B") == [real_id(key["C"], 1), 7, real_id(key["B"], 1)]
+    # Three made: the formatter starts afresh, and the first text to come takes the first id.
+    assert ids("B", "C", "A") == [7, real_id(key["C"], 1), real_id(key["A"], 1)]
