@@ -127,10 +127,20 @@ def statement_text(argument: bytes) -> tuple[str, bool, str | None, str | None]:
     known = _TEXTS.get(argument)
     if known is not None:
         return known
-    sql = decode_sql(argument)
+    return new_statement_text(argument)
+
+
+def new_statement_text(argument: bytes) -> tuple[str, bool, str | None, str | None]:
+    """statement_text for an argument not remembered (mysql_stages has looked), remembered now."""
+    sql = argument.decode("utf-8", "replace")  # decode_sql, written out
+    if "\x00" in sql:
+        sql = sql.replace("\x00", "")
     masked = mask_secrets(sql)
-    head = (masked[:5] if masked[:1] not in _BLANK else masked[:12].lstrip()[:5]).upper()
-    known = (masked, masked is not sql, use_database(masked), head if head in _REOPENER_HEADS else None)
+    if masked[:1] in _NO_EFFECT_STARTS:  # INSERT, DELETE, CALL...: neither a USE nor a head below
+        known = (masked, masked is not sql, None, None)
+    else:
+        head = (masked[:5] if masked[:1] not in _BLANK else masked[:12].lstrip()[:5]).upper()
+        known = (masked, masked is not sql, use_database(masked), head if head in _REOPENER_HEADS else None)
     if len(argument) <= _TEXT_MAX_BYTES:
         if len(_TEXTS) >= _TEXTS_MAX:
             _TEXTS.clear()  # cheaper here than evicting one by one
@@ -152,6 +162,10 @@ _FLUSH_LOGS = re.compile(r"^\s*FLUSH\b.*\bLOGS\b", re.IGNORECASE | re.DOTALL)
 # How those statements and the ones that switch logging off begin (a cheap test before the regexes).
 _BLANK = frozenset(" \t\r\n")
 _REOPENER_HEADS = frozenset({"FLUSH", "SET G", "SET @", "SET L", "SET S", "UNINS", "SHUTD"})
+# ASCII characters a statement that is a USE (use_database: u, a comment, a bracket or a blank
+# first) or has one of those heads (f, s, u or a blank first) cannot begin with. Not the others:
+# a character outside ASCII may upper-case to one of the heads' letters (U+017F to S).
+_NO_EFFECT_STARTS = frozenset(chr(i) for i in range(128)) - frozenset("fFsSuU/#-( \t\r\n")
 
 
 def _session_state(s: SessionInfo) -> dict[str, Any]:
@@ -1586,7 +1600,7 @@ def mysql_stages(
     record instead of three, and the record nearly every line of a general log is (a statement on
     a known connection) goes through the stages' short paths with no test repeated."""
     routines, server = tracker.routines, tracker.server
-    texts, classified, see = _TEXTS, _classified, gaps._see
+    texts, new_text, classified, see = _TEXTS, new_statement_text, _classified, gaps._see
     for item in items:
         if type(item) is LogRecord and tracker._banner is None:
             when = item.occurred_at
@@ -1618,7 +1632,7 @@ def mysql_stages(
                     attribution = session.attribution
                 if when is None:
                     flags.add("time_unknown")
-                text = texts.get(item.argument) or statement_text(item.argument)
+                text = texts.get(item.argument) or new_text(item.argument)
                 sql = text[0]
                 if text[1]:
                     flags.add("secret_masked")

@@ -17,7 +17,8 @@ from typing import TypeVar
 from ingest.sql.lexer import (
     clean,
     fingerprint_of_key,
-    finish_key,
+    finished_key,
+    forget_keys,
     normalize_key,
     shape_of,
     split_statements,
@@ -128,6 +129,7 @@ def clear_cache() -> None:
     for cache in (_RESULTS, _ANALYSES):
         cache.forget()
     _EXACT.clear()
+    forget_keys()
 
 
 def classify(sql: str, database: str | None = None) -> Classification:
@@ -154,7 +156,7 @@ def classify(sql: str, database: str | None = None) -> Classification:
         if hit is not None:
             key = stripped
         else:
-            key = finish_key(stripped)
+            key = finished_key(stripped)  # finish_key's, remembered by the digits' classes
             hit = _RESULTS.get((key, database))
     if hit is None or hit is _BY_TEXT:
         hit, sensitive = _classify_text(text, key, database)

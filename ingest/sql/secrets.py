@@ -21,7 +21,11 @@ MAX_DEPTH = 3  # literals inside literals re-scanned (each level scans its text 
 # statement (no literal prefix to scan for), these well under 1 µs.
 _TRIGGER_WORDS = ("identified", "password", "crypt", "encode", "decode", "authentication_string")
 _LITERAL_HEADS = ("x'", "b'", "0x", "0b")
-_LITERAL_START = re.compile(r"(?<![\w'])[xXbB]'|(?<![\w.])0[xb]")
+# Where such a literal begins: `x'`, `b'` (any case) not inside a word or after a quote, `0x`, `0b`
+# not inside a word or a number. Each branch starts with its fixed character and looks behind it
+# from there (`(?<![\w'])[xXbB]'` begins with the look-behind, which the `re` engine then tries
+# at every position of the text: 8 us a statement of 100 characters instead of 1).
+_LITERAL_START = re.compile(r"[xXbB](?<![\w'][xXbB])'|0(?<![\w.]0)[xb]")
 
 
 def _has_trigger_word(text: str) -> bool:
@@ -42,12 +46,19 @@ def _has_trigger_in(low: str) -> bool:
 
 
 def _may_hold_secret(sql: str) -> bool:
+    """Whether `sql` has a trigger word or a hex or bit literal: False says _mask would leave it as
+    it is (a superset of what it masks; it runs on every new statement text of every log)."""
     low = sql.lower()
-    if _has_trigger_in(low):
+    if (
+        "identified" in low
+        or "password" in low
+        or "crypt" in low
+        or ("code" in low and ("encode" in low or "decode" in low))  # one scan for the two
+        or "authentication_string" in low
+    ):
         return True
-    for head in _LITERAL_HEADS:
-        if head in low:
-            return _LITERAL_START.search(sql) is not None
+    if "x'" in low or "b'" in low or "0x" in low or "0b" in low:  # _LITERAL_HEADS
+        return _LITERAL_START.search(sql) is not None
     return False
 
 

@@ -13,10 +13,10 @@ import pytest
 from ingest import rows
 from ingest.custody import batch_digest, row_checks
 from ingest.events import EventRecord, SessionInfo, session_id_of
-from ingest.normalize import unstorable_problem
+from ingest.normalize import _TEXTS, new_statement_text, statement_text, unstorable_problem
 from ingest.parsers.records import LogRecord
 from ingest.rows import ROW_COLUMNS, RowFormatter, statement_id, statement_key, stored_narrow_line
-from ingest.sql.secrets import _TRIGGER_WORDS, _may_hold_secret, mask_secrets
+from ingest.sql.secrets import _LITERAL_START, _TRIGGER_WORDS, _may_hold_secret, mask_secrets
 from ingest.textsafe import _UNSTORABLE, unstorable
 
 
@@ -31,6 +31,55 @@ def test_a_statement_without_trigger_or_literal_skips_masking() -> None:
     assert not _may_hold_secret(sql)
     assert mask_secrets(sql) is sql
     assert "*****" in mask_secrets("SET PASSWORD FOR 'a'@'%' = PASSWORD('hunter2')")
+
+
+@pytest.mark.parametrize(
+    ("sql", "found"),
+    [
+        ("SELECT x'41'", True),
+        ("SELECT B'01'", True),
+        ("SELECT 0x41", True),
+        ("SELECT 0b01", True),
+        ("SELECT ax'41'", False),  # inside a word
+        ("SELECT 'b'", False),  # after a quote: the end of a string
+        ("SELECT a0x41", False),
+        ("SELECT 1.0x2", False),  # inside a number
+        ("SELECT 0X41", False),  # the server reads 0X41 as no hex literal
+        ("SELECT note FROM t WHERE a = 'zx' AND b = 'qb'", False),
+    ],
+)
+def test_a_hex_or_bit_literal_is_found_where_it_begins_and_only_there(sql: str, found: bool) -> None:
+    """The literal's pattern starts with a fixed character (and looks behind it from there), so
+    the search skips ahead in C: these are the answers of its first form, which looked first."""
+    assert (_LITERAL_START.search(sql) is not None) is found
+    assert _may_hold_secret(sql) is found
+
+
+@pytest.mark.parametrize(
+    ("sql", "effects"),
+    [
+        ("INSERT INTO t VALUES (1)", (None, None)),
+        ("DELETE FROM t", (None, None)),
+        ("Use shop", ("shop", None)),
+        (" \tUSE shop", ("shop", None)),
+        ("/* app */ USE shop", ("shop", None)),
+        ("flush logs", (None, "FLUSH")),
+        ("SET GLOBAL general_log = 0", (None, "SET G")),
+        ("\u017fET GLOBAL general_log = 0", (None, "SET G")),  # long s upper-cases to S
+        ("\nSHUTDOWN", (None, "SHUTD")),
+        ("SELECT 1", (None, None)),
+        ("", (None, None)),
+    ],
+)
+def test_what_a_new_statement_text_does_is_read_from_its_first_characters(
+    sql: str, effects: tuple[str | None, str | None]
+) -> None:
+    """new_statement_text answers from the first character for statements that can be neither
+    a USE nor one that reopens or switches off the log; every other one is read in full."""
+    _TEXTS.clear()
+    text = new_statement_text(sql.encode())
+    assert text == (sql, False, *effects)
+    assert statement_text(sql.encode()) is text  # remembered
 
 
 @pytest.mark.parametrize(

@@ -753,3 +753,55 @@ def test_the_quick_lexer_passes_agree_with_the_full_lexer(sql: str) -> None:
     assert lexer.fingerprint_of_key(lexer.normalize_key(text)) == lexer.fingerprint_of_key(
         lexer.full_lexer_key(text)
     )
+
+
+def test_numbers_become_placeholders_and_names_keep_their_digits() -> None:
+    from ingest.sql import lexer
+
+    sql = "SELECT t12, 3.5, .5, a.5, 1.e5, x.5, 2fa, 0x1F, 0b101, 0b123, 5x1F FROM t1 WHERE a=-7"
+    expected = "SELECT t12, ?, ?, a.5, ?, x.5, 2fa, ?, ?, 0b123, ? FROM t1 WHERE a=-?"
+    assert lexer.finish_key(sql) == expected
+    assert lexer.full_lexer_key(sql) == expected
+
+
+def test_a_remembered_key_serves_only_texts_whose_digits_are_all_in_numbers() -> None:
+    """finished_key remembers a key by the text's digit classes (0-1, 2-9): one lexing for every
+    statement of a shape with other numbers, never for names or literals the digits change."""
+    from ingest.sql import lexer
+
+    texts = [
+        "SELECT * FROM t WHERE k = 24466",
+        "SELECT * FROM t WHERE k = 98213",  # the same classes: the key remembered
+        "SELECT * FROM t WHERE k = 10110",  # other classes: lexed again
+        "SELECT * FROM t1 WHERE k = 5",
+        "SELECT * FROM t2 WHERE k = 7",  # a name's digit: never shared
+        "SELECT 0b101",
+        "SELECT 0b123",  # no bit literal: 0b1 and 0b2 differ in class
+        "SELECT 0b111",
+        "INSERT INTO t (k, n) VALUES (123, ?)",
+        "INSERT INTO t (k, n) VALUES (456, ?)",
+        "INSERT INTO t2 (k, n) VALUES (1, ?)",
+        "INSERT INTO t3 (k, n) VALUES (1, ?)",
+        "SELECT \ud800 = 5",
+        "",
+    ]
+    clear_cache()
+    for round_ in range(2):
+        for text in texts:
+            assert lexer.finished_key(text) == lexer.finish_key(text), (round_, text)
+    assert classify("SELECT * FROM t1 WHERE k = 5", "db").tables == ("db.t1",)
+    assert classify("SELECT * FROM t2 WHERE k = 7", "db").tables == ("db.t2",)
+    assert classify("SELECT a FROM t WHERE k = 24466", "db").fingerprint == "select a from t where k = ?"
+    assert classify("SELECT a FROM t WHERE k = 98213", "db").fingerprint == "select a from t where k = ?"
+
+
+def test_remembered_keys_are_bounded(monkeypatch) -> None:
+    from ingest.sql import lexer
+
+    monkeypatch.setattr(lexer, "_FINISHED_MAX", 10)
+    clear_cache()
+    for i in range(50):
+        lexer.finished_key(f"SELECT {'1' * i}")
+    assert len(lexer._FINISHED) <= 10
+    assert lexer.finished_key("SELECT " + "9" * 2000) == "SELECT ?"  # too long to remember
+    assert len(lexer._FINISHED) <= 10
