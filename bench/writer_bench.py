@@ -113,19 +113,54 @@ def backend_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def one_run(pickles: list[bytes], profile: cProfile.Profile | None = None) -> dict[str, float]:
+PHASES: dict[str, list[float]] = {}  # `--phases`: the writer's and the backend's CPU seconds per step
+
+
+def timed_phases(backend: int) -> None:
+    """Wrap the writer's steps to add up their CPU seconds and the backend's (`--phases`)."""
+    from ingest import store
+
+    def wrap(owner: object, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args: object, **kwargs: object) -> object:
+            cpu, pg = time.process_time(), backend_cpu(backend)
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                spent = PHASES.setdefault(label, [0.0, 0.0])
+                spent[0] += time.process_time() - cpu
+                spent[1] += backend_cpu(backend) - pg
+
+        setattr(owner, name, timed)
+
+    wrap(store, "store_chunks", "content chunks")
+    wrap(store, "ensure_event_partitions", "partitions")
+    wrap(store.EventWriter, "_upsert_sessions", "sessions")
+    wrap(store.EventWriter, "_add_statements", "statements")
+    wrap(store.EventWriter, "_copy", "COPY of the rows")
+    wrap(store.EventWriter, "_chain", "custody link")
+
+
+def one_run(
+    pickles: list[bytes], profile: cProfile.Profile | None = None, phases: bool = False
+) -> dict[str, float]:
     from django.db import connection, transaction
 
     from ingest.models import Source, SourceFile
+    from ingest.partitions import forget_known_partitions
     from ingest.store import EventWriter
 
     connection.close()
     fresh_database()
+    forget_known_partitions()  # (a fresh database: none of the month partitions exists)
     source = Source.objects.create(name="writer-bench", server="bench")
     source_file = SourceFile.objects.create(source=source, path="/bench.log", size=0, head_sha256="0" * 64)
     with connection.cursor() as cur:
         cur.execute("SELECT pg_backend_pid()")
         backend = cur.fetchone()[0]
+    if phases:
+        timed_phases(backend)
     writer = EventWriter(source_file_id=source_file.pk, ingest_run_id=None)
     events = 0
     pg_before, cpu_before, wall_before = backend_cpu(backend), time.process_time(), time.perf_counter()
@@ -179,6 +214,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--digest", action="store_true", help="print digests of what the first run stored")
+    ap.add_argument("--phases", action="store_true", help="one more run: CPU seconds per step of the writer")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/writer-bench"))
     args = ap.parse_args()
     fresh_database(template=True)
@@ -198,6 +234,14 @@ def main() -> int:
         f" min of {args.runs}: writer CPU {best['writer']:.2f} s, PostgreSQL backend CPU"
         f" {best['postgres']:.2f} s, wall {best['wall']:.2f} s (load {load[0]:.1f} {load[1]:.1f})"
     )
+    if args.phases:
+        total = one_run(pickles, phases=True)
+        for label, (cpu, pg) in PHASES.items():
+            print(f"  {label}: writer {cpu:.2f} s, PostgreSQL {pg:.2f} s")
+        print(
+            f"  all (with the rest: unpickling, alerts, commits): writer {total['writer']:.2f} s,"
+            f" PostgreSQL {total['postgres']:.2f} s"
+        )
     if args.profile:
         profile = cProfile.Profile()
         one_run(pickles, profile)

@@ -162,15 +162,27 @@ STATEMENT_COLUMNS = ("id", "key", "database", "statement_type", "tables", "destr
 STATEMENT_RECORD = struct.Struct(">q16s")
 
 
-def _statement_copy_line(row: StatementRow) -> str:
-    """A statement's COPY line (STATEMENT_COLUMNS): the values as they are stored, escaped as
-    the narrow rows' are (the key as bytea's hex)."""
-    number, key, database, statement_type, tables, destructive, fingerprint, sql = row
-    return (
-        f"{number}\t\\\\x{key.hex()}\t{_copy_text(database)}\t{_copy_text(statement_type)}\t"
-        f"{_copy_array(tables)}\t{'t' if destructive else 'f'}\t{_copy_text(fingerprint)}\t"
-        f"{_copy_text(sql)}\n"
-    )
+def _statement_copy_lines(statements: Iterable[StatementRow]) -> bytes:
+    """The statements' COPY lines (STATEMENT_COLUMNS), one a line: the values as they are stored,
+    escaped as the narrow rows' are (the key as bytea's hex). Made in the parsing process, once
+    a statement per batch: what repeats from one statement to the next (its database, type,
+    tables, destructive and fingerprint: the shape of a statement whose literals differ) is
+    escaped once per batch."""
+    heads: dict[tuple[object, ...], str] = {}
+    lines: list[str] = []
+    append = lines.append
+    needs_escape, escapes = _NEEDS_ESCAPE.search, _COPY_ESCAPES
+    for number, key, database, statement_type, tables, destructive, fingerprint, sql in statements:
+        shape = (database, statement_type, destructive, fingerprint, *tables)
+        head = heads.get(shape)
+        if head is None:
+            head = heads[shape] = (
+                f"{_copy_text(database)}\t{_copy_text(statement_type)}\t{_copy_array(tables)}"
+                f"\t{'t' if destructive else 'f'}\t{_copy_text(fingerprint)}\t"
+            )
+        text = sql.translate(escapes) if needs_escape(sql) else sql  # (_copy_text: sql is never None)
+        append(f"{number}\t\\\\x{key.hex()}\t{head}{text}\n")
+    return "".join(lines).encode()
 
 
 _COPY_UNESCAPES = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
@@ -187,7 +199,7 @@ def _copy_value(field: str) -> str | None:
 
 
 def _statement_row(line: str) -> StatementRow:
-    """The inverse of _statement_copy_line: the values a statement's COPY line holds."""
+    """The inverse of _statement_copy_lines: the values a statement's COPY line holds."""
     number, key, database, statement_type, tables, destructive, fingerprint, sql = line.split("\t")
     literal = _copy_value(tables) or "{}"
     return (
@@ -336,7 +348,7 @@ class RowFormatter:
             offsets=(min(offsets), max(offsets)) if offsets else (0, 0),
             chunks=chunks,
             # The statements in the order of their ids, as the writer and the custody link take them.
-            statement_copy="".join(map(_statement_copy_line, statements)).encode(),
+            statement_copy=_statement_copy_lines(statements),
             statement_keys=b"".join([pack(row[0], row[1]) for row in statements]),
         )
 

@@ -52,7 +52,7 @@ TRUNCATE ingest_statement_staging
 _STATEMENT_FROM_STAGING = """
 INSERT INTO ingest_statement SELECT * FROM ingest_statement_staging ORDER BY id ON CONFLICT (id) DO NOTHING
 """
-_STATEMENT_KEYS = "SELECT id, key FROM ingest_statement WHERE id = ANY(%s)"
+_STATEMENT_KEYS = "SELECT id, key FROM ingest_statement WHERE id = ANY(%s::int8[])"
 _LAST_COLUMN = re.compile(rb"\t(-?[0-9]+)\n")  # a narrow line's statement id (values hold no newline)
 _STATEMENT_ATTEMPTS = 64  # ids tried per statement: a 64-bit id taken already is rare enough
 _STATEMENT_CACHE_SIZE = 200_000  # statements whose ids this process knows are committed
@@ -306,8 +306,9 @@ class EventWriter:
 
     @staticmethod
     def _held(cur: Any, numbers: list[int]) -> dict[int, bytes]:
-        """The keys of the statements under these ids (those that exist)."""
-        cur.execute(_STATEMENT_KEYS, [numbers])
+        """The keys of the statements under these ids (those that exist). The ids go as an
+        array literal: psycopg's dumping of a list, element by element, cost five times more."""
+        cur.execute(_STATEMENT_KEYS, ["{" + ",".join(map(str, numbers)) + "}"])
         return {number: bytes(key) for number, key in cur.fetchall()}
 
     def _copy_statements(self, data: bytes, table: str = "ingest_statement") -> None:
