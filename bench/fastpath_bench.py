@@ -115,7 +115,10 @@ def writing(pickles: list[bytes]) -> tuple[float, int, int]:
             data = getattr(batch, "copy", None)
             if data is None:  # custody links of version 3: the narrow buffer and its statements
                 data = batch.narrow
-                custody.batch_digest(data, [(row[0], row[1]) for row in batch.statements])
+                records = getattr(batch, "statement_keys", None)  # since stw22: the records as sent
+                if records is None:
+                    records = [(row[0], row[1]) for row in batch.statements]
+                custody.batch_digest(data, records)
             else:  # version 2: the wide lines made besides the narrow ones
                 custody.hashlib.sha256(data).digest()
             custody.row_checks(lines)

@@ -25,7 +25,7 @@ from psycopg.sql import SQL, Identifier
 
 from ingest.chunks import PackedChunk, with_raw
 from ingest.models import CustodyLink
-from ingest.rows import EVENT_COLUMNS, stored_copy_line
+from ingest.rows import EVENT_COLUMNS, STATEMENT_RECORD, stored_copy_line
 
 LINK_VERSION = "auditweb-custody-1"
 LINK_VERSION_2 = "auditweb-custody-2"
@@ -63,7 +63,6 @@ def row_checks(lines: Sequence[bytes]) -> bytes:
 # What separates a batch's narrow rows from the statements they name in what a link of version 3
 # digests: a line with no tab, which no COPY line of 24 columns is.
 _STATEMENTS_MARK = b"statements\n"
-_STATEMENT_RECORD = struct.Struct(">q16s")  # a statement's id and key, in a link of version 3's digest
 
 
 def statement_lines(statements: Iterable[tuple[int, bytes]]) -> bytes:
@@ -71,18 +70,20 @@ def statement_lines(statements: Iterable[tuple[int, bytes]]) -> bytes:
     the id (8 bytes, big-endian, signed) and the key (16 bytes), in the order of their ids. (A
     key of another length, altered, is found by verification's own check of each key.)"""
     keys = dict(statements)
-    pack, key_of = _STATEMENT_RECORD.pack, keys.__getitem__
+    pack, key_of = STATEMENT_RECORD.pack, keys.__getitem__
     return b"".join([pack(number, bytes(key_of(number))) for number in sorted(keys)])
 
 
-def batch_digest(narrow: bytes, statements: Iterable[tuple[int, bytes]]) -> bytes:
+def batch_digest(narrow: bytes, statements: Iterable[tuple[int, bytes]] | bytes) -> bytes:
     """What a link of version 3 keeps of a whole batch (`rows_sha256`): the SHA-256 of its narrow
     COPY lines as copied, in id order, then of the (id, key) of each statement they name. A
     statement's key is 16 bytes of the SHA-256 of its values (ingest.rows.statement_key), so this seals
-    the text, type, tables... of every statement too: ingest.verify makes each key again."""
+    the text, type, tables... of every statement too: ingest.verify makes each key again.
+    `statements` as bytes: those records made already (statement_lines' form, in the order of
+    their ids: a formatted batch's `statement_keys`), digested as they are."""
     digest = hashlib.sha256(narrow)
     digest.update(_STATEMENTS_MARK)
-    digest.update(statement_lines(statements))
+    digest.update(statements if isinstance(statements, bytes) else statement_lines(statements))
     return digest.digest()
 
 
@@ -272,13 +273,13 @@ def chain_events(
     id_last: int,
     offsets: tuple[int, int],
     copy: bytes | None = None,
-    statements: Iterable[tuple[int, bytes]] = (),
+    statements: Iterable[tuple[int, bytes]] | bytes = (),
     chunks: Sequence[PackedChunk] = (),
 ) -> None:
     """Record a batch of events just stored (a link of version 3): the SHA-256 of their narrow
     COPY lines as copied, in id order (`copy`: those lines joined, when the caller has them so),
-    and of the (id, key) of the statements they name; a CRC-32 of each line, the ids they got,
-    and the content chunks stored with them."""
+    and of the (id, key) of the statements they name (or their records, see batch_digest); a
+    CRC-32 of each line, the ids they got, and the content chunks stored with them."""
     append_link(
         source_id=source_id,
         kind="events",

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from operator import itemgetter
 from typing import Any, overload
 
 # ingest.alerts and ingest.partitions load Django (the alert kinds are the Alert model's), but the
@@ -163,6 +165,65 @@ def statement_id(key: bytes, attempt: int = 0) -> int:
 # fingerprint, sql), the values as the event's wide line has them.
 StatementRow = tuple[int, bytes, str | None, str, list[str], bool, str, str]
 
+# The columns of a statement's COPY line (ingest_statement), in the order of FormattedBatch's
+# `statement_copy`: the id first, so that the writer can give a statement another id.
+STATEMENT_COLUMNS = ("id", "key", "database", "statement_type", "tables", "destructive", "fingerprint", "sql")
+# A statement's id (8 bytes, big-endian, signed) and key (16 bytes): FormattedBatch's
+# `statement_keys`, and what a custody link of version 3 digests of each (ingest.custody).
+STATEMENT_RECORD = struct.Struct(">q16s")
+
+
+def _statement_copy_lines(statements: Iterable[StatementRow]) -> bytes:
+    """The statements' COPY lines (STATEMENT_COLUMNS), one a line: the values as they are stored,
+    escaped as the narrow rows' are (the key as bytea's hex). Made in the parsing process, once
+    a statement per batch: what repeats from one statement to the next (its database, type,
+    tables, destructive and fingerprint: the shape of a statement whose literals differ) is
+    escaped once per batch."""
+    heads: dict[tuple[object, ...], str] = {}
+    lines: list[str] = []
+    append = lines.append
+    needs_escape, escapes = _NEEDS_ESCAPE.search, _COPY_ESCAPES
+    for number, key, database, statement_type, tables, destructive, fingerprint, sql in statements:
+        shape = (database, statement_type, destructive, fingerprint, *tables)
+        head = heads.get(shape)
+        if head is None:
+            head = heads[shape] = (
+                f"{_copy_text(database)}\t{_copy_text(statement_type)}\t{_copy_array(tables)}"
+                f"\t{'t' if destructive else 'f'}\t{_copy_text(fingerprint)}\t"
+            )
+        text = sql.translate(escapes) if needs_escape(sql) else sql  # (_copy_text: sql is never None)
+        append(f"{number}\t\\\\x{key.hex()}\t{head}{text}\n")
+    return "".join(lines).encode()
+
+
+_COPY_UNESCAPES = {"\\\\": "\\", "\\t": "\t", "\\n": "\n", "\\r": "\r"}
+_COPY_ESCAPE = re.compile(r"\\[\\tnr]")
+_ARRAY_ITEM = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_ARRAY_ESCAPE = re.compile(r"\\(.)")
+
+
+def _copy_value(field: str) -> str | None:
+    """The inverse of _copy_text."""
+    if field == NULL:
+        return None
+    return _COPY_ESCAPE.sub(lambda m: _COPY_UNESCAPES[m[0]], field) if "\\" in field else field
+
+
+def _statement_row(line: str) -> StatementRow:
+    """The inverse of _statement_copy_lines: the values a statement's COPY line holds."""
+    number, key, database, statement_type, tables, destructive, fingerprint, sql = line.split("\t")
+    literal = _copy_value(tables) or "{}"
+    return (
+        int(number),
+        bytes.fromhex(key[3:]),
+        _copy_value(database),
+        _copy_value(statement_type) or "",
+        [_ARRAY_ESCAPE.sub(r"\1", item) for item in _ARRAY_ITEM.findall(literal)],
+        destructive == "t",
+        _copy_value(fingerprint) or "",
+        _copy_value(sql) or "",
+    )
+
 
 @dataclass
 class FormattedBatch:
@@ -171,7 +232,8 @@ class FormattedBatch:
     Plain data (picklable): the parsing process makes it, the writing process stores it. The
     COPY lines travel as one UTF-8 buffer, not a list of strings: a buffer crosses the pipe as
     one copy of its bytes, where thousands of strings were pickled and unpickled one by one,
-    and it is what COPY sends anyway.
+    and it is what COPY sends anyway. The statements the rows name travel the same way (as
+    COPY lines of the dictionary and as packed (id, key) records), not as tuples of values.
     """
 
     # The narrow rows (ROW_COLUMNS of ingest_event_row), one COPY line per event, each ending in
@@ -188,8 +250,14 @@ class FormattedBatch:
     # The file's content its read got through, as (offset, bytes) of at most CHUNK_BYTES each
     # (ingest.chunks): the events written without raw bytes of their own point into these.
     chunks: list[tuple[int, bytes]] = field(default_factory=list)
-    # The distinct statements the rows name (each with the id its rows name: statement_id(key)).
-    statements: list[StatementRow] = field(default_factory=list)
+    # The distinct statements the rows name, each under the id its rows name (statement_id(key),
+    # or a later attempt's when this formatter gave that id to another key), in the order of
+    # their ids: their COPY lines of ingest_statement (STATEMENT_COLUMNS, one a line, each
+    # ending in a newline), which the writer copies as they are for those the dictionary
+    # lacks; and their ids and keys, STATEMENT_RECORD each, line for line, which the writer
+    # looks up and the custody link digests as they are (ingest.custody.statement_lines).
+    statement_copy: bytes = b""
+    statement_keys: bytes = b""
 
     @property
     def lines(self) -> list[bytes]:
@@ -201,6 +269,12 @@ class FormattedBatch:
     def rows(self) -> list[str]:
         """The COPY lines as text, newline included."""
         return [line.decode() for line in self.lines]
+
+    @property
+    def statements(self) -> list[StatementRow]:
+        """The statements the rows name, as values (read back from `statement_copy`)."""
+        # (split at newlines only: a value may hold U+2028 and the like, which splitlines cuts at)
+        return [_statement_row(line) for line in self.statement_copy.decode().split("\n")[:-1]]
 
 
 def _session_row(s: SessionInfo) -> tuple[int, *tuple[object, ...]]:
@@ -277,6 +351,8 @@ class RowFormatter:
         self._batch_statements = {}
         self._alerting = 0
         narrow = "".join(self._rows(events)).encode()
+        statements = sorted(self._batch_statements.values(), key=itemgetter(0))
+        pack = STATEMENT_RECORD.pack
         offsets = [e.offset for e in events]
         chunks: list[tuple[int, bytes]] = []
         if self.window is not None:
@@ -290,7 +366,9 @@ class RowFormatter:
             alerts=self._alerting,
             offsets=(min(offsets), max(offsets)) if offsets else (0, 0),
             chunks=chunks,
-            statements=list(self._batch_statements.values()),
+            # The statements in the order of their ids, as the writer and the custody link take them.
+            statement_copy=_statement_copy_lines(statements),
+            statement_keys=b"".join([pack(row[0], row[1]) for row in statements]),
         )
 
     def _time(self, occurred: datetime | None, server: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Q
+from psycopg.errors import UniqueViolation
 from psycopg.sql import SQL, Identifier
 
 from ingest.alerts import KIND_SQL, WORTH_SQL
@@ -26,22 +27,32 @@ from ingest.events import EventRecord, FlagCorrection, session_id_of
 from ingest.models import Event, SourceFile
 from ingest.normalize import _SESSION_SWITCHES
 from ingest.partitions import ensure_event_partitions
-from ingest.rows import ROW_COLUMNS, FormattedBatch, RowFormatter, StatementRow, statement_id
+from ingest.rows import (
+    ROW_COLUMNS,
+    STATEMENT_COLUMNS,
+    STATEMENT_RECORD,
+    FormattedBatch,
+    RowFormatter,
+    statement_id,
+)
 from ingest.sql import log_switches
 
 _COLUMN_LIST = ", ".join(f'"{c}"' for c in ROW_COLUMNS)
 _COLUMNS = SQL(", ").join(map(Identifier, ROW_COLUMNS))  # the same, for psycopg.sql
+_STATEMENT_COLUMNS = SQL(", ").join(map(Identifier, STATEMENT_COLUMNS))
 
-# The statements of a batch the dictionary may not hold yet, each added under the id its key
-# tries now (ingest.rows.statement_id): one whose id is taken already is not, and is looked at again.
-_STATEMENT_INSERT = """
-INSERT INTO ingest_statement (id, key, database, statement_type, tables, destructive, fingerprint, sql)
-SELECT i, k, d, t, tables::varchar[], x, f, q
-FROM unnest(%s::int8[], %s::bytea[], %s::varchar[], %s::varchar[], %s::text[], %s::bool[], %s::text[],
-            %s::text[]) AS s(i, k, d, t, tables, x, f, q)  -- (tables: each an array literal)
-ON CONFLICT (id) DO NOTHING
+# The statements of a round of EventWriter._add_in_rounds, copied into a table of the session's own
+# (emptied at each commit), then added under the id each tries now: one whose id is taken already
+# is not, and is looked at again.
+_STATEMENT_STAGING = """
+CREATE TEMPORARY TABLE IF NOT EXISTS ingest_statement_staging
+    (LIKE ingest_statement INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
+TRUNCATE ingest_statement_staging
 """
-_STATEMENT_KEYS = "SELECT id, key FROM ingest_statement WHERE id = ANY(%s)"
+_STATEMENT_FROM_STAGING = """
+INSERT INTO ingest_statement SELECT * FROM ingest_statement_staging ORDER BY id ON CONFLICT (id) DO NOTHING
+"""
+_STATEMENT_KEYS = "SELECT id, key FROM ingest_statement WHERE id = ANY(%s::int8[])"
 _LAST_COLUMN = re.compile(rb"\t(-?[0-9]+)\n")  # a narrow line's statement id (values hold no newline)
 _STATEMENT_ATTEMPTS = 64  # ids tried per statement: a 64-bit id taken already is rare enough
 _STATEMENT_CACHE_SIZE = 200_000  # statements whose ids this process knows are committed
@@ -85,11 +96,6 @@ ORDER BY id
 CORRECTION_WINDOW = timedelta(seconds=60)
 
 COPY_CHUNK_BYTES = 1 << 20  # of a batch's COPY lines (ingest.rows) sent to PostgreSQL in one write
-
-
-def _array_literal(items: Sequence[str]) -> str:
-    """A text[] literal: every element double-quoted, its quotes and backslashes escaped."""
-    return "{" + ",".join('"' + item.replace("\\", "\\\\").replace('"', '\\"') + '"' for item in items) + "}"
 
 
 # Switch-offs looked at, newest first, when a statement switches a log back on.
@@ -157,7 +163,7 @@ class EventWriter:
             return 0
         ensure_event_partitions(batch.months)
         self._upsert_sessions(batch.sessions)
-        narrow, named = self._add_statements(batch.statements, batch.narrow)
+        narrow, named = self._add_statements(batch)
         # COPY returns no ids: the batch's rows get ids after this one (and up to the sequence's
         # value after the COPY, in the order of the lines), which its link records.
         id_after = self._event_id("nextval")
@@ -167,29 +173,106 @@ class EventWriter:
             with connection.cursor() as cur:
                 cur.execute(_RAISE_ALERTS, [id_after, last, self.source_file_id, *batch.offsets])
         lines = narrow.splitlines(keepends=True)
-        self._chain(lines, id_after, last, batch.offsets, narrow, named.items(), chunks)
+        statements = named.items() if isinstance(named, dict) else named
+        self._chain(lines, id_after, last, batch.offsets, narrow, statements, chunks)
         return batch.count
 
-    def _add_statements(
-        self, statements: Sequence[StatementRow], narrow: bytes
-    ) -> tuple[bytes, dict[int, bytes]]:
+    def _add_statements(self, batch: FormattedBatch) -> tuple[bytes, bytes | dict[int, bytes]]:
         """Add the batch's statements the dictionary does not hold yet; return its narrow rows,
-        with the id of any statement that is stored under another id than the one they name, and
-        the key of each id they name (which the custody chain digests).
+        with the id of any statement that is stored under another id than the one they name,
+        and the (id, key) of each statement they name (which the custody chain digests): the
+        batch's own records when no statement moved, else the stored ids and their keys.
 
         A key's ids are tried in order (statement_id(key, 0), (key, 1)...); its statement is
-        under the first that is free or holds the key (statements are never deleted). Each round:
+        under the first that is free or holds the key (statements are never deleted).
+        1. Statements this process saw committed are known already. The others named by their
+           first id (nearly all: the formatter names a later one only for a key whose first id
+           it gave another key) are looked up by id: an id that holds its key is found; the
+           free ones are copied into the dictionary in one COPY of their lines as the parsing
+           process made them, in the order of their ids, in a savepoint. A writer adding the
+           same statement at the same time makes this COPY wait for it to commit, and then
+           fail: the savepoint takes back what it copied, and those go to step 2.
+        2. The rest (an id held by another key: rare, a 64-bit id taken; a later id named;
+           a COPY that failed) are added round by round as _add_in_rounds says.
+        The rows name each statement's id as the formatter guessed it, and are renumbered for
+        one found under another.
+        """
+        known = self._statement_ids
+        named = list(STATEMENT_RECORD.iter_unpack(batch.statement_keys))  # (id, key), by id
+        stored: dict[int, int] = {}  # a named id -> the id its statement is stored under, where not it
+        found: dict[bytes, int] = {}  # keys added or found in the dictionary by this batch
+        looked_up: list[int] = []  # indexes in `named` of the statements looked up by id
+        careful: list[int] = []  # those left to step 2
+        for index, (number, key) in enumerate(named):
+            at = known.get(key)
+            if at is not None:
+                if at != number:
+                    stored[number] = at
+            elif number == int.from_bytes(key[:8], "big", signed=True):  # its first id (statement_id)
+                looked_up.append(index)
+            else:
+                careful.append(index)
+        lines: list[bytes] = []  # the statements' COPY lines, split only when some are not copied
+        if looked_up:
+            with connection.cursor() as cur:
+                held = self._held(cur, [named[index][0] for index in looked_up])
+            free: list[int] = []
+            for index in looked_up:
+                number, key = named[index]
+                holder = held.get(number)
+                if holder is None:
+                    free.append(index)
+                elif holder == key:
+                    found[key] = number
+                else:
+                    careful.append(index)
+            if free:
+                if len(free) == len(named):  # every statement new (a log of distinct texts)
+                    data = batch.statement_copy
+                else:
+                    lines = batch.statement_copy.split(b"\n")
+                    data = b"".join([lines[index] + b"\n" for index in free])
+                try:
+                    with transaction.atomic():  # a savepoint: a failed COPY leaves the batch as it was
+                        self._copy_statements(data)
+                except UniqueViolation:  # another writer added one of them meanwhile (and committed)
+                    careful += free
+                else:
+                    found.update(named[index][::-1] for index in free)
+        if careful:
+            lines = lines or batch.statement_copy.split(b"\n")
+            added = self._add_in_rounds({named[i][1]: lines[i].partition(b"\t")[2] for i in careful})
+            found.update(added)
+            for index in careful:
+                number, key = named[index]
+                if added[key] != number:
+                    stored[number] = added[key]
+        narrow = batch.narrow
+        statements: bytes | dict[int, bytes] = batch.statement_keys
+        if stored:
+            # The statement id is the last column of each line: renumbered where it moved.
+            def renumbered(match: re.Match[bytes]) -> bytes:
+                number = int(match[1])
+                return b"\t%d\n" % stored.get(number, number)
+
+            narrow = _LAST_COLUMN.sub(renumbered, narrow)
+            statements = {stored.get(number, number): key for number, key in named}
+        if len(known) > _STATEMENT_CACHE_SIZE:
+            known.clear()
+        if found:  # known once committed: a batch rolled back takes its statements along
+            transaction.on_commit(lambda: known.update(found))
+        return narrow, statements
+
+    def _add_in_rounds(self, pending: dict[bytes, bytes]) -> dict[bytes, int]:
+        """Add these statements (their keys, and their COPY lines after the id) under the first
+        of each key's ids that is free or holds the key; return the id of each. Each round:
         1. Read the keys under the ids tried now: an id that holds its key is found; one that
            holds another key sends its key to its next id.
         2. Insert the statements whose id is free (ON CONFLICT DO NOTHING, in the order of their
            ids: a writer adding the same statement at the same time waits for the other to
            commit, and concurrent writers lock alike), and read them back as in 1.
-        Statements this process saw committed are known already; the rows name each statement's
-        first id, and are renumbered for one found under another (rare: a 64-bit id taken).
         """
-        known = self._statement_ids
-        rows = {row[1]: row for row in statements if row[1] not in known}
-        attempts = dict.fromkeys(rows, 0)
+        attempts = dict.fromkeys(pending, 0)
         found: dict[bytes, int] = {}
         with connection.cursor() as cur:
             for _ in range(_STATEMENT_ATTEMPTS):
@@ -200,12 +283,16 @@ class EventWriter:
                     # (two keys trying one id in the same round: the second waits for the next)
                     trying.setdefault(statement_id(key, attempt), key)
                 held = self._held(cur, list(trying))
-                free = [number for number in trying if number not in held]
+                free = sorted(number for number in trying if number not in held)
                 if free:
-                    new = [(number, *rows[trying[number]][1:]) for number in sorted(free)]
-                    columns: list[list[Any]] = [list(column) for column in zip(*new, strict=True)]
-                    columns[4] = [_array_literal(tables) for tables in columns[4]]
-                    cur.execute(_STATEMENT_INSERT, columns)
+                    # The lines with the ids tried, through a table of this session's own: COPY
+                    # cannot skip an id another writer holds, INSERT ... ON CONFLICT can.
+                    cur.execute(_STATEMENT_STAGING)
+                    self._copy_statements(
+                        b"".join([b"%d\t%s\n" % (number, pending[trying[number]]) for number in free]),
+                        table="ingest_statement_staging",
+                    )
+                    cur.execute(_STATEMENT_FROM_STAGING)
                     held.update(self._held(cur, free))
                 for number, key in trying.items():
                     if held[number] == key:
@@ -215,28 +302,21 @@ class EventWriter:
                         attempts[key] += 1
             else:
                 raise RuntimeError(f"no free statement id for {len(attempts)} statements")
-        # The statement id is the last column of each line; the rows named each statement's id
-        # as the formatter guessed it (ingest.rows.statement_id): renumbered where it is not.
-        stored = {row[1]: known[row[1]] if row[1] in known else found[row[1]] for row in statements}
-        renumber = {row[0]: stored[row[1]] for row in statements if stored[row[1]] != row[0]}
-        if renumber:
-
-            def renumbered(match: re.Match[bytes]) -> bytes:
-                named = int(match[1])
-                return b"\t%d\n" % renumber.get(named, named)
-
-            narrow = _LAST_COLUMN.sub(renumbered, narrow)
-        if len(known) > _STATEMENT_CACHE_SIZE:
-            known.clear()
-        if found:  # known once committed: a batch rolled back takes its statements along
-            transaction.on_commit(lambda: known.update(found))
-        return narrow, {number: key for key, number in stored.items()}
+        return found
 
     @staticmethod
     def _held(cur: Any, numbers: list[int]) -> dict[int, bytes]:
-        """The keys of the statements under these ids (those that exist)."""
-        cur.execute(_STATEMENT_KEYS, [numbers])
+        """The keys of the statements under these ids (those that exist). The ids go as an
+        array literal: psycopg's dumping of a list, element by element, cost five times more."""
+        cur.execute(_STATEMENT_KEYS, ["{" + ",".join(map(str, numbers)) + "}"])
         return {number: bytes(key) for number, key in cur.fetchall()}
+
+    def _copy_statements(self, data: bytes, table: str = "ingest_statement") -> None:
+        """COPY statement lines (STATEMENT_COLUMNS) into the dictionary (or the staging table)."""
+        raw_cursor = connection.connection.cursor()  # the psycopg cursor: Django's has no COPY
+        statement = SQL("COPY {} ({}) FROM STDIN").format(Identifier(table), _STATEMENT_COLUMNS)
+        with raw_cursor.copy(statement) as copy:
+            copy.write(data)
 
     def apply_corrections(self, corrections: Sequence[FlagCorrection]) -> None:
         """Add each correction's flag to its events, stored now or before (idempotent)."""
@@ -324,7 +404,7 @@ class EventWriter:
         id_last: int,
         offsets: tuple[int, int],
         copy: bytes | None = None,
-        statements: Iterable[tuple[int, bytes]] = (),
+        statements: Iterable[tuple[int, bytes]] | bytes = (),
         chunks: Sequence[PackedChunk] = (),
     ) -> None:
         chain_events(

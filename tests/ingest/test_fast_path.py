@@ -230,12 +230,14 @@ def test_every_statement_is_keyed_as_statement_key_whatever_shapes_the_formatter
     events = [event(f"SELECT {i}", b"x\n", i + 1) for i in range(12)]
     # Texts of one shape; then the same text under another database, type, tables, destructive
     # or fingerprint (a shape of its own), going back and forth; bounded values; a NUL in the
-    # fingerprint; no database; a lone surrogate in the text (the key encodes it as it stands).
+    # fingerprint; no database; a text beyond ASCII (the key encodes it as UTF-8). (No lone
+    # surrogate: statement_text decodes a record's bytes with replacement, and the statement's
+    # COPY line, as PostgreSQL's text, could not hold one.)
     events[2].sql = events[3].sql = events[4].sql = events[5].sql = "DELETE FROM t"
     events[3].database, events[4].statement_type, events[5].destructive = "billing", "DELETE", True
     events[6].sql, events[6].tables, events[6].database = "SELECT 6", (long_table,), long_database
     events[7].fingerprint, events[7].statement_type = "select \x00?", "S" * 70
-    events[8].database, events[9].sql = None, "SELECT '\udcff'"
+    events[8].database, events[9].sql = None, "SELECT '\ufffd\U0001f600é'"
     events[10].sql, events[11].sql = "DELETE FROM t", "DELETE FROM t"
     events[11].database = "billing"
     first = formatter.format(events[:6])
