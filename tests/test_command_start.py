@@ -58,3 +58,19 @@ def test_celery_finds_the_app_as_the_worker_and_beat_name_it() -> None:
         "print(json.dumps([find_app('auditweb').main, auditweb.celery_app.main]))"
     )
     assert found == ["auditweb", "auditweb"]
+
+
+def test_a_command_runs_with_the_collector_on_and_the_start_up_frozen() -> None:
+    # manage.py collects nothing while Django starts and the command loads, then freezes what
+    # that made: the command itself must run with the collector on (or it would keep its cycles).
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="auditweb.settings")
+    code = "import gc, json; print(json.dumps([gc.isenabled(), gc.get_freeze_count() > 10_000]))"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [True, True]
