@@ -2,13 +2,14 @@
 
     DATABASE_URL=... .venv/bin/python bench/ingest_start_bench.py LOG [LOG...] [--runs 5]
 
-Run from the checkout to measure (it runs that checkout's `manage.py ingest`, in this process, as
-the command line does: Django set up, then the command). Each run ingests each LOG under a server
-label of its own, so every run stores its events anew. After each run: the CPU seconds of this
-process (the writer: Django's start-up, the command, the COPY) and of its waited-for children
-(the parsing process the command forks), from getrusage; the minimum of `--runs` (each run is a
-fresh interpreter, so the start-up is counted every time). Also how much of the writer's share
-was spent before the command began (Django's start-up and the command's imports).
+Run from the checkout to measure (it runs that checkout's `manage.py ingest`, its `main()` in a
+fresh interpreter, as the command line does: Django set up, then the command). Each run ingests
+each LOG under a server label of its own, so every run stores its events anew. After each run:
+the CPU seconds of this process (the writer: Django's start-up, the command, the COPY) and of
+its waited-for children (the parsing process the command forks), from getrusage; the minimum of
+`--runs` (each run is a fresh interpreter, so the start-up is counted every time). Also how much
+of the writer's share was spent before the command began (Django's start-up and the command's
+imports).
 """
 
 from __future__ import annotations
@@ -22,15 +23,21 @@ import time
 from pathlib import Path
 
 ONE_RUN = r"""
-import json, os, resource, sys, time
+import json, os, resource, sys
 sys.path.insert(0, os.getcwd())
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditweb.settings")
-import django
-django.setup()
-from django.core.management import call_command
-import ingest.management.commands.ingest  # noqa: F401  (the command's imports, as manage.py loads it)
-started = resource.getrusage(resource.RUSAGE_SELF)
-call_command("ingest", *sys.argv[2:], "--server", sys.argv[1], stdout=open(os.devnull, "w"))
+from django.core.management.base import BaseCommand
+started = None
+execute = BaseCommand.execute
+def counted(self, *args, **options):  # the command begins: what came before is the start-up
+    global started
+    started = resource.getrusage(resource.RUSAGE_SELF)
+    return execute(self, *args, **options)
+BaseCommand.execute = counted
+sys.argv = ["manage.py", "ingest", *sys.argv[2:], "--server", sys.argv[1]]
+sys.stdout = open(os.devnull, "w")
+import manage
+manage.main()  # as the command line runs it: the checkout's manage.py, Django set up, the command
+sys.stdout = sys.__stdout__
 me = resource.getrusage(resource.RUSAGE_SELF)
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({

@@ -6,6 +6,7 @@ from celery import shared_task
 from celery.app.task import Task
 from django.conf import settings
 
+import auditweb.celery  # noqa: F401  (the app these tasks are sent with; see auditweb/__init__.py)
 from ingest.follow import SourceBusy, ingest_source, look_at_followed_files, poll_due_sources
 from ingest.models import Chunk, Split
 from ingest.partitions import create_partitions_ahead

@@ -10,6 +10,7 @@ import logging
 
 from celery import shared_task
 
+import auditweb.celery  # noqa: F401  (the app these tasks are sent with; see auditweb/__init__.py)
 from investigations.bulk_pins import search_pins_write
 from investigations.query.tables import tables_seen_refresh
 from investigations.reports.generate import report_generate
