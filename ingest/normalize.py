@@ -191,7 +191,7 @@ def _session_state(s: SessionInfo) -> dict[str, Any]:
         "opened": [s.opened[0], s.opened[1].hex()] if s.opened else None,
         "change": dict(s.change) if s.change else None,
         "last_qid": s.last_qid,
-        "body": [[q, h.hex(), t.isoformat() if t else None] for q, h, t in s.body],
+        "body": _body_state(s.body),
         "qid_definer": list(s.qid_definer) if s.qid_definer else None,
         "qid_tables": [list(t) for t in s.qid_tables],
         "autocommit": s.autocommit,
@@ -201,6 +201,20 @@ def _session_state(s: SessionInfo) -> dict[str, Any]:
         # Copies: the state is of this moment, not of what follows.
         "statements": copy.deepcopy(s.statements),
     }
+
+
+def _body_state(body: list[tuple[int, bytes, datetime | None]]) -> list[list[Any]]:
+    """A session's query ids as plain data (_session_state): up to 1,000 a session, made at every
+    cut, and the statements of one second share one time object (SessionTracker._utc): each time
+    is formatted once for the run of entries that share it."""
+    out: list[list[Any]] = []
+    last: datetime | None = None
+    text: str | None = None
+    for q, h, t in body:
+        if t is not last:
+            last, text = t, t.isoformat() if t else None
+        out.append([q, h.hex(), text])
+    return out
 
 
 def _when(text: str | None) -> datetime | None:
@@ -300,6 +314,9 @@ class SessionTracker:
         self._max_before = 0
         self._context: list[Any] | None = None
         self._corrections: list[FlagCorrection] = []  # learnt by the last record (_query_ids)
+        # The time of the last record _query_ids hashed, and its ISO text (EventRecord.record_hash's).
+        self._hashed_in: datetime | None = None
+        self._hashed_out = "-"
 
     # -- checkpoint support -------------------------------------------------
 
@@ -676,6 +693,45 @@ class SessionTracker:
             self._command_effects(record.command, session, event, False, text)
         return event
 
+    def _named(self, record: LogRecord, when: datetime | None, session: SessionInfo) -> EventRecord:
+        """_event for the record nearly every line of an audit log is: a statement (or a table
+        opened, a Quit...) that succeeded, on a connection already seen and attributed, naming the
+        account the connection already has, with no change of user pending and no stale account.
+        The same rules as _event's, with the branches that cannot apply left out: the account,
+        host and IP are the record's (attribution `record`), no definer (the account is the
+        connection's), and nothing of the session changes but its client details, the query ids
+        and what the command does."""
+        cid = record.connection_id
+        if cid is not None and cid > self.max_id:
+            self.max_id = cid
+        extra = record.extra
+        if extra:
+            # The client's details, where the format gives them (audit logs' connection attributes).
+            session.program = session.program or extra.get("program_name")
+            session.os_user = session.os_user or extra.get("os_user") or extra.get("os_login")
+        flags: set[str] = set()
+        if when is None:
+            flags.add("time_unknown")
+        text = statement_text(record.argument)
+        if text[1]:
+            flags.add("secret_masked")
+        if extra and "cut" in extra:
+            flags.add("cut")  # a line longer than INGEST_MAX_LINE_BYTES: see ingest.reading
+        user = record.user
+        event = EventRecord(
+            when, self.server, session, cid, user, record.host, record.ip,
+            record.database or session.database, record.command, text[0], record.raw, record.line,
+            record.offset, "", (), False, flags, "", record.rows_affected, record.status, "record", None,
+            "", record_counter(record) if extra else None, extra,
+        )  # fmt: skip
+        if session.opened is None and session.attribution == "record":
+            session.opened = (when.isoformat() if when else None, event.record_hash())
+        qid = extra.get("query_id") if extra else None
+        if qid is not None and qid.isascii() and qid.isdigit():
+            self._query_ids(session, event, int(qid))
+        self._command_effects(record.command, session, event, False, text)
+        return event
+
     def _event(self, record: LogRecord, when: datetime | None) -> EventRecord:
         command = record.command
         cid = record.connection_id
@@ -690,6 +746,24 @@ class SessionTracker:
             and command not in _CONNECT_COMMANDS
         ):
             return self._statement(record, when, session)
+        if (
+            session is not None
+            and record.user is not None
+            and record.user == session.user
+            and record.host == session.host
+            and session.attributed
+            and record.status in OK_STATUSES
+            and session.change is None
+            and session.stale is None
+            and command not in _CONNECT_COMMANDS
+        ):
+            return self._named(record, when, session)
+        return self._full(record, when)
+
+    def _full(self, record: LogRecord, when: datetime | None) -> EventRecord:
+        """_event for any record (the short paths, _statement and _named, take most)."""
+        command = record.command
+        cid = record.connection_id
         failed = record.status not in OK_STATUSES
         if cid is not None and cid > self.max_id:
             self.max_id = cid
@@ -890,7 +964,10 @@ class SessionTracker:
                         event.definer = session.qid_definer[1]
                 session.body = [b for b in session.body if b[0] <= qid]
             session.qid_tables = []
-        session.body.append((qid, event.record_hash(), event.occurred_at))
+        when = event.occurred_at
+        if when is not self._hashed_in:  # (records of one second share one time object)
+            self._hashed_in, self._hashed_out = when, when.isoformat() if when else "-"
+        session.body.append((qid, event.record_hash(self._hashed_out), when))
         if len(session.body) > 1000:
             del session.body[:500]
         session.last_qid = max(session.last_qid, qid)
@@ -1192,12 +1269,28 @@ def record_counter(record: LogRecord) -> tuple[str, int] | None:
     if text is not None:
         number, sep, series = text.partition("_")
         n = _number(number) if sep else None
-        return ("record " + series[:64], n) if n is not None else None
+        if n is None:
+            return None
+        # (A file's records share one series: its key is made once, and its hash kept with it.)
+        if series != _SERIES_OF[2]:
+            _SERIES_OF[2], _SERIES_OF[3] = series, "record " + series[:64]
+        return (_SERIES_OF[3], n)
     ident = extra.get("id")
-    if ident is not None and extra.get("layout") == "mysql-enterprise" and record.occurred_at is not None:
+    when = record.occurred_at
+    if ident is not None and extra.get("layout") == "mysql-enterprise" and when is not None:
         n = _number(ident)
-        return ("id " + record.occurred_at.isoformat(), n) if n is not None else None
+        if n is None:
+            return None
+        # (Records of one second share one time object: its series key is made once.)
+        if when is not _SERIES_OF[0]:
+            _SERIES_OF[0], _SERIES_OF[1] = when, "id " + when.isoformat()
+        return (_SERIES_OF[1], n)
     return None
+
+
+# What record_counter read last, and the series it made of it: a MySQL Enterprise record's time
+# and its series, a RECORD's text after the number and its series.
+_SERIES_OF: list[Any] = [None, "", None, ""]
 
 
 def _series_words(key: str) -> str:
@@ -1229,6 +1322,9 @@ class CounterWatch:
     def __init__(self) -> None:
         self.counted = 0  # records with a counter seen
         self.series: dict[str, list[Any]] = {}  # key -> [highest number, its time (ISO)]
+        # The last event's time and its ISO text (records of one second share one time object).
+        self._iso_in: datetime | None = None
+        self._iso_out: str | None = None
         # [key, first missing, last missing, number before, number after, time before (ISO),
         #  time after (ISO), line, offset, counted when found]
         self.holes: list[list[Any]] = []
@@ -1244,6 +1340,22 @@ class CounterWatch:
         self.counted = state.get("counted", 0)
         self.series = {k: [high, when] for k, high, when in state.get("series", [])}
         self.holes = [list(h) for h in state.get("holes", [])]
+
+    def next_in_series(self, event: EventRecord) -> bool:
+        """see() for the record nearly every one is, done here: the number after the highest of the
+        series last seen, with no hole waiting. Whether it was that record (else see() takes it;
+        nothing was changed). The same state as see() leaves: the series stays the last one, its
+        highest number and time are this record's, and there is nothing to decide."""
+        key, n = event.counter  # type: ignore[misc]  # (the caller asked: an event with a counter)
+        known = self.series.get(key)
+        if known is None or n != known[0] + 1 or self.holes or next(reversed(self.series)) != key:
+            return False
+        when = event.occurred_at
+        if when is not self._iso_in:
+            self._iso_in, self._iso_out = when, when.isoformat() if when else None
+        self.counted += 1
+        known[0], known[1] = n, self._iso_out
+        return True
 
     def see(self, event: EventRecord) -> Iterator[GapRecord]:
         if event.counter is None:
@@ -1459,7 +1571,7 @@ class GapFinder:
         gaps = self._see(event)
         if gaps:
             found = gaps if found is None else found + gaps
-        if event.counter is not None:
+        if event.counter is not None and not self.counters.next_in_series(event):
             counted = list(self.counters.see(event))
             if counted:
                 found = counted if found is None else found + counted
@@ -1687,11 +1799,24 @@ def mysql_stages(
                 if (problem := unstorable_problem(item)) is not None:
                     outs.append(problem)
             else:
-                outs = [tracker._event(item, when)]
+                event = tracker._event(item, when)
+                problem = unstorable_problem(item)
+                if problem is None and not tracker._corrections:
+                    # One event, nearly every record of an audit log (the full path of the tracker,
+                    # SessionTracker._named mostly): _classified_and_gaps for it, written out.
+                    correction = classified(event, routines)
+                    found = gaps.after(event)
+                    yield event
+                    if found:
+                        yield from found
+                    if correction is not None:
+                        yield correction
+                    continue
+                outs = [event]
                 if tracker._corrections:
                     outs += tracker._corrections
                     tracker._corrections = []
-                if (problem := unstorable_problem(item)) is not None:
+                if problem is not None:
                     outs.append(problem)
         else:
             outs = tracker._step(item)
