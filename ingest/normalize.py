@@ -1799,24 +1799,11 @@ def mysql_stages(
                 if (problem := unstorable_problem(item)) is not None:
                     outs.append(problem)
             else:
-                event = tracker._event(item, when)
-                problem = unstorable_problem(item)
-                if problem is None and not tracker._corrections:
-                    # One event, nearly every record of an audit log (the full path of the tracker,
-                    # SessionTracker._named mostly): _classified_and_gaps for it, written out.
-                    correction = classified(event, routines)
-                    found = gaps.after(event)
-                    yield event
-                    if found:
-                        yield from found
-                    if correction is not None:
-                        yield correction
-                    continue
-                outs = [event]
+                outs = [tracker._event(item, when)]
                 if tracker._corrections:
                     outs += tracker._corrections
                     tracker._corrections = []
-                if problem is not None:
+                if (problem := unstorable_problem(item)) is not None:
                     outs.append(problem)
         else:
             outs = tracker._step(item)

@@ -15,7 +15,6 @@ No database.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,59 +22,25 @@ import pytest
 
 from ingest.events import EventRecord
 from ingest.normalize import CounterWatch, GapFinder, SessionTracker, mysql_stages
-from ingest.parsers import by_name, dialect_of
+from ingest.parsers import by_name
 from ingest.parsers.detect import detect_format
 from ingest.parsers.records import Hints, Item
+from tests.ingest.test_fused_stages import comparable, mysql_logs, watched
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 AUDIT_FORMATS = ("mariadb-audit", "json-audit", "xml-audit", "audit-csv")
 
 
 def _logs() -> list[Path]:
-    found = []
-    for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix in (".py", ".md") or "bin." in path.name:
-            continue
-        try:
-            fmt = detect_format(path.read_bytes()[:1024])
-        except ValueError:
-            continue
-        if fmt in AUDIT_FORMATS and dialect_of(fmt) == "mysql":
-            found.append(path)
-    return found
-
-
-def _shown(out: object) -> object:
-    """What a stage's output says, comparable (the session by its key and account)."""
-    if isinstance(out, EventRecord):
-        s = out.session
-        return (
-            "event", out.occurred_at, s.key, s.user, s.host, s.program, s.os_user, out.connection_id,
-            out.user, out.host, out.ip, out.database, out.command, out.sql, out.raw, out.line,
-            out.offset, out.statement_type, out.tables, out.destructive, sorted(out.flags),
-            out.fingerprint, out.rows_affected, out.status, out.attribution, out.definer, out.note,
-            out.counter,
-        )  # fmt: skip
-    return repr(out)
-
-
-def _watched(
-    items: Iterable[Item], tracker: SessionTracker, gaps: GapFinder, states: list[Any]
-) -> Iterator[Item]:
-    """The items, noting both stages' states each time one is taken (where a cut may be made)."""
-    for item in items:
-        states.append((tracker.to_state(), gaps.to_state(), tracker.holding))
-        yield item
-    states.append((tracker.to_state(), gaps.to_state(), tracker.holding))
+    return mysql_logs((".py", ".md"), lambda fmt: fmt in AUDIT_FORMATS)
 
 
 def _run(items: list[Item]) -> tuple[list[Any], list[Any], Any, Any]:
     tracker, gaps = SessionTracker("db1"), GapFinder()
     tracker.file = 1
     states: list[Any] = []
-    shown = [
-        _shown(o) for o in mysql_stages(_watched(copy.deepcopy(items), tracker, gaps, states), tracker, gaps)
-    ]
+    source = watched(copy.deepcopy(items), tracker, gaps, states)
+    shown = [comparable(o) for o in mysql_stages(source, tracker, gaps)]
     return shown, states, tracker.to_state(), gaps.to_state()
 
 

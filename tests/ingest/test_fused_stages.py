@@ -10,7 +10,7 @@ outputs, and both stages' states at every item taken from the input, must be equ
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,34 +25,41 @@ from ingest.parsers.records import Hints, Item
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
-def _logs() -> list[Path]:
+def mysql_logs(skipped: tuple[str, ...], wanted: Callable[[str], bool]) -> list[Path]:
+    """The fixture logs of a MySQL/MariaDB format that `wanted` takes (by name), but files whose
+    suffix is one of `skipped` and binary logs."""
     found = []
     for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix in (".py", ".json", ".md") or "bin." in path.name:
+        if not path.is_file() or path.suffix in skipped or "bin." in path.name:
             continue
         try:
             fmt = detect_format(path.read_bytes()[:1024])
         except ValueError:
             continue
-        if dialect_of(fmt) == "mysql" and fmt != "binlog":
+        if dialect_of(fmt) == "mysql" and wanted(fmt):
             found.append(path)
     return found
 
 
-def _shown(out: object) -> object:
+def _logs() -> list[Path]:
+    return mysql_logs((".py", ".json", ".md"), lambda fmt: fmt != "binlog")
+
+
+def comparable(out: object) -> object:
     """What a stage's output says, comparable (the session by its key and account)."""
     if isinstance(out, EventRecord):
         s = out.session
         return (
-            "event", out.occurred_at, s.key, s.user, s.host, out.connection_id, out.user, out.host,
-            out.ip, out.database, out.command, out.sql, out.raw, out.line, out.offset,
-            out.statement_type, out.tables, out.destructive, sorted(out.flags), out.fingerprint,
-            out.rows_affected, out.status, out.attribution, out.definer, out.note, out.counter,
+            "event", out.occurred_at, s.key, s.user, s.host, s.program, s.os_user, out.connection_id,
+            out.user, out.host, out.ip, out.database, out.command, out.sql, out.raw, out.line,
+            out.offset, out.statement_type, out.tables, out.destructive, sorted(out.flags),
+            out.fingerprint, out.rows_affected, out.status, out.attribution, out.definer, out.note,
+            out.counter,
         )  # fmt: skip
     return repr(out)
 
 
-def _watched(items: Iterable[Item | Settle], tracker: SessionTracker, gaps: GapFinder, states: list[Any]):
+def watched(items: Iterable[Item | Settle], tracker: SessionTracker, gaps: GapFinder, states: list[Any]):
     """The items, noting both stages' states each time one is taken (where a cut may be made)."""
     for item in items:
         states.append((tracker.to_state(), gaps.to_state(), tracker.holding))
@@ -66,13 +73,13 @@ def _both(items: list[Item | Settle], dialect: str = "mysql") -> tuple[list[Any]
         tracker, gaps = SessionTracker("db1"), GapFinder(dialect)
         tracker.dialect = dialect
         states: list[Any] = []
-        source = _watched(copy.deepcopy(items), tracker, gaps, states)
+        source = watched(copy.deepcopy(items), tracker, gaps, states)
         out: Iterator[object] = (
             mysql_stages(source, tracker, gaps)
             if fused
             else gaps.process(classify_events(tracker.process(source), tracker.routines))
         )
-        shown = [_shown(o) for o in out]
+        shown = [comparable(o) for o in out]
         runs.append((shown, states, tracker.to_state(), gaps.to_state()))
     return runs[0], runs[1]
 
@@ -159,6 +166,6 @@ def test_banners_transactions_switches_and_secrets_the_same_way(pause_every: int
     assert fused == chained
     kinds = {s[0] if isinstance(s, tuple) else s.split("(", 1)[0] for s in fused[0]}
     assert {"event", "FlagCorrection", "GapRecord", "Problem"} <= kinds
-    flags = set().union(*(set(s[18]) for s in fused[0] if isinstance(s, tuple)))
+    flags = set().union(*(set(s[20]) for s in fused[0] if isinstance(s, tuple)))
     assert {"secret_masked", "anti_forensic", "prepared", "unattributed"} <= flags
     assert any(isinstance(s, str) and "rolled_back" in s for s in fused[0])
