@@ -208,7 +208,7 @@ class EventWriter:
             if at is not None:
                 if at != number:
                     stored[number] = at
-            elif number == int.from_bytes(key[:8], "big", signed=True):  # its first id (statement_id)
+            elif number == statement_id(key):  # its first id
                 looked_up.append(index)
             else:
                 careful.append(index)

@@ -39,8 +39,7 @@ def _has_trigger_in(low: str) -> bool:
         "identified" in low
         or "password" in low
         or "crypt" in low
-        or "encode" in low
-        or "decode" in low
+        or ("code" in low and ("encode" in low or "decode" in low))  # one scan for the two
         or "authentication_string" in low
     )
 
@@ -49,13 +48,7 @@ def _may_hold_secret(sql: str) -> bool:
     """Whether `sql` has a trigger word or a hex or bit literal: False says _mask would leave it as
     it is (a superset of what it masks; it runs on every new statement text of every log)."""
     low = sql.lower()
-    if (
-        "identified" in low
-        or "password" in low
-        or "crypt" in low
-        or ("code" in low and ("encode" in low or "decode" in low))  # one scan for the two
-        or "authentication_string" in low
-    ):
+    if _has_trigger_in(low):
         return True
     if "x'" in low or "b'" in low or "0x" in low or "0b" in low:  # _LITERAL_HEADS
         return _LITERAL_START.search(sql) is not None
